@@ -1,0 +1,1 @@
+"""pytest-cuzk: pytest hooks, options and fixtures (being assembled)."""
