@@ -1,0 +1,404 @@
+"""The results database: every measured test of every run, per host and daemon build.
+
+Why a database and not pytest-benchmark's JSON files: hardware specs do not predict proving
+throughput, so a fleet operator needs measured figures per host over many runs and builds, from
+many machines at once. SQLAlchemy Core keeps one code path for a local SQLite file and a fleet's
+shared PostgreSQL.
+
+Default location: ``$XDG_DATA_HOME/pytest-cuzk/results.db`` (``~/.local/share/pytest-cuzk/results.db``
+when unset; ``~/Library/Application Support`` on macOS, ``%LOCALAPPDATA%`` on Windows). A URL
+``postgresql://user@host/db`` selects PostgreSQL through psycopg 3; a bare path is a SQLite file.
+
+Writes are short transactions: ``record_test`` writes one whole row when a test ends, so an
+interrupted run keeps every finished test and never a half-written one. Several pytest-xdist
+workers may write at once (SQLite: WAL, a busy timeout and ``BEGIN IMMEDIATE``; PostgreSQL:
+ordinary transactions, and an advisory lock around schema creation and migration).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "HostRecord",
+    "ResultRow",
+    "ResultsDB",
+    "RunRecord",
+    "TestRecord",
+    "build_metadata",
+    "default_url",
+    "migrate",
+    "normalize_url",
+    "schema_version",
+]
+
+SCHEMA_VERSION = 2
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+_PG_LOCK_KEY = 0x6375_7A6B  # "cuzk": serializes schema changes between fleet machines
+
+
+def default_url() -> str:
+    """SQLite file in the platform's per-user data directory."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return f"sqlite:///{base / 'pytest-cuzk' / 'results.db'}"
+
+
+def normalize_url(url: str | None) -> sa.URL:
+    """Map the forms users type (bare path, ``postgresql://``, ``postgres://``) onto a driver URL."""
+    if not url:
+        url = default_url()
+    elif "://" not in url:
+        url = f"sqlite:///{Path(url).expanduser().resolve()}"
+    parsed = sa.make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ValueError(f"results database URL {url!r}: use a sqlite:/// path or a postgresql:// URL")
+    return parsed
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class HostRecord:
+    """What a host is; ``fingerprint`` groups runs of the same hardware and driver stack."""
+
+    fingerprint: str
+    gpu_models: list[str]
+    gpu_count: int
+    vram_total_bytes: int
+    cpu_model: str
+    cpu_cores: int
+    ram_bytes: int
+    driver: str = ""
+    cuda: str = ""
+    hostname: str = ""
+
+    @classmethod
+    def of(cls, **facts: Any) -> HostRecord:
+        """Build a record whose fingerprint is derived from the facts that shape performance.
+
+        The hostname is left out on purpose: two identically built rented machines are the same
+        kind of host, and the run's label tells the instances apart.
+        """
+        keys = ("gpu_models", "gpu_count", "vram_total_bytes", "cpu_model", "cpu_cores", "ram_bytes")
+        stable = {k: facts.get(k) for k in (*keys, "driver", "cuda")}
+        digest = hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
+        return cls(fingerprint=digest, **facts)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One daemon measured in one pytest session (a fleet session makes one run per daemon)."""
+
+    host: HostRecord
+    daemon_build: str
+    label: str = ""
+    batch_size: int | None = None
+    concurrency: int | None = None
+    preset: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    run_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """The figures of one finished test; written as one row in one transaction."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    run_id: str
+    nodeid: str
+    kind: str
+    batch_size: int
+    concurrency: int
+    proofs_ok: int
+    proofs_failed: int
+    p50_s: float | None
+    p90_s: float | None
+    max_s: float | None
+    proofs_per_hour: float | None
+    rss_peak_bytes: int | None
+    vram_peak_bytes: int | None = None
+    cold_start: dict[str, float] = field(default_factory=dict)  # start/ready/srs_load/warmup/pce seconds
+    sampler_interval_s: float | None = None
+    label: str = ""
+    finished_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """A test joined with its run and host: what the ``cuzk-perf`` reports work on."""
+
+    test: TestRecord
+    run: RunRecord
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def _since(version: int) -> dict[str, int]:
+    return {"since": version}
+
+
+def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
+    """Build the tables as they were at ``version``; a column tagged ``since`` appeared then."""
+    md = sa.MetaData()
+    sa.Table("schema_version", md, sa.Column("version", sa.Integer, nullable=False))
+    cols = [
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.run_id"), nullable=False, index=True),
+        sa.Column("nodeid", sa.Text, nullable=False),
+        sa.Column("kind", sa.String(32), nullable=False, index=True),
+        sa.Column("batch_size", sa.Integer, nullable=False),
+        sa.Column("concurrency", sa.Integer, nullable=False),
+        sa.Column("label", sa.Text, nullable=False, default=""),
+        sa.Column("proofs_ok", sa.Integer, nullable=False),
+        sa.Column("proofs_failed", sa.Integer, nullable=False),
+        *(sa.Column(n, sa.Float) for n in ("p50_s", "p90_s", "max_s", "proofs_per_hour")),
+        sa.Column("rss_peak_bytes", sa.BigInteger),
+        sa.Column("vram_peak_bytes", sa.BigInteger),
+        sa.Column("cold_start", sa.JSON),
+        sa.Column("sampler_interval_s", sa.Float, info=_since(2)),
+        sa.Column("finished_at", sa.DateTime(timezone=True), nullable=False),
+    ]
+    sa.Table(
+        "hosts",
+        md,
+        sa.Column("fingerprint", sa.String(64), primary_key=True),
+        sa.Column("gpu_models", sa.JSON, nullable=False),
+        sa.Column("gpu_count", sa.Integer, nullable=False),
+        sa.Column("vram_total_bytes", sa.BigInteger, nullable=False),
+        sa.Column("cpu_model", sa.Text, nullable=False),
+        sa.Column("cpu_cores", sa.Integer, nullable=False),
+        sa.Column("ram_bytes", sa.BigInteger, nullable=False),
+        *(sa.Column(n, sa.Text, nullable=False, default="") for n in ("driver", "cuda", "hostname")),
+    )
+    sa.Table(
+        "runs",
+        md,
+        sa.Column("run_id", sa.String(36), primary_key=True),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("finished_at", sa.DateTime(timezone=True)),
+        sa.Column("host_fingerprint", sa.String(64), sa.ForeignKey("hosts.fingerprint"), nullable=False),
+        sa.Column("daemon_build", sa.Text, nullable=False, index=True),
+        sa.Column("label", sa.Text, nullable=False, default=""),
+        sa.Column("batch_size", sa.Integer),
+        sa.Column("concurrency", sa.Integer),
+        sa.Column("preset", sa.Text),
+        sa.Column("extra", sa.JSON),
+    )
+    sa.Table("tests", md, *(c for c in cols if c.info.get("since", 1) <= version))
+    return md
+
+
+def _add_sampler_interval(conn: sa.Connection) -> None:
+    """v2: record the sampler interval, since a 1 s sampler misses peaks a 100 ms one catches."""
+    conn.execute(sa.text("ALTER TABLE tests ADD COLUMN sampler_interval_s FLOAT"))
+
+
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_sampler_interval}
+
+
+def schema_version(conn: sa.Connection) -> int | None:
+    """Return the stored version; None for an empty database."""
+    if not sa.inspect(conn).has_table("schema_version"):
+        return None
+    return conn.execute(sa.text("SELECT max(version) FROM schema_version")).scalar()
+
+
+def migrate(engine: sa.Engine) -> int:
+    """Create the schema or upgrade it step by step to ``SCHEMA_VERSION``; safe to race.
+
+    The whole check-and-change runs in one transaction under a database-wide lock, so of several
+    workers starting together one creates or migrates and the others see the result.
+    """
+    with _write(engine) as conn:
+        current = schema_version(conn)
+        if current is None:
+            build_metadata().create_all(conn)
+            conn.execute(sa.text("INSERT INTO schema_version (version) VALUES (:v)"), {"v": SCHEMA_VERSION})
+            return SCHEMA_VERSION
+        if current > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"results database {engine.url.render_as_string()} has schema version {current}, newer "
+                f"than this pytest-cuzk understands ({SCHEMA_VERSION}): upgrade pytest-cuzk"
+            )
+        for step in range(current + 1, SCHEMA_VERSION + 1):
+            MIGRATIONS[step](conn)
+        conn.execute(sa.text("UPDATE schema_version SET version = :v"), {"v": SCHEMA_VERSION})
+        return SCHEMA_VERSION
+
+
+def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
+    # Take transaction control from the driver so BEGIN IMMEDIATE can be issued (see _sqlite_begin).
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA journal_mode = WAL")
+    cur.execute("PRAGMA foreign_keys = ON")
+    cur.close()
+
+
+def _sqlite_begin(conn: sa.Connection) -> None:
+    # Take the write lock up front: a deferred transaction that reads and then writes can fail with
+    # SQLITE_BUSY at once, without waiting, when another worker committed in between.
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_engine(url: str | sa.URL | None) -> sa.Engine:
+    """Make an engine for ``url`` with the settings concurrent writers need."""
+    parsed = url if isinstance(url, sa.URL) else normalize_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return sa.create_engine(parsed, pool_pre_ping=True)
+    if parsed.database:
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(parsed, poolclass=sa.pool.NullPool)
+    sa.event.listen(engine, "connect", _sqlite_connect)
+    sa.event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+@contextmanager
+def _write(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """Open a transaction holding the schema lock (SQLite's write lock, a PostgreSQL advisory lock)."""
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+        yield conn
+
+
+_INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+
+
+def _utc(value: dt.datetime | None) -> dt.datetime | None:
+    """SQLite hands back naive datetimes; everything stored is UTC."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value
+
+
+def _pick(row: sa.RowMapping, table: str, cls: type) -> dict[str, Any]:
+    names = {f.name for f in cls.__dataclass_fields__.values()}
+    return {
+        k[len(table) + 1 :]: v
+        for k, v in row.items()
+        if k.startswith(f"{table}_") and k[len(table) + 1 :] in names
+    }
+
+
+# --------------------------------------------------------------------------- database
+
+
+class ResultsDB:
+    """Open (creating or upgrading as needed) the results database at ``url``."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = normalize_url(url)
+        self.engine = create_engine(self.url)
+        migrate(self.engine)
+        md = build_metadata()
+        self._hosts, self._runs, self._tests = (md.tables[n] for n in ("hosts", "runs", "tests"))
+
+    def __enter__(self) -> ResultsDB:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self.engine.dispose()
+
+    def start_run(self, run: RunRecord) -> str:
+        """Store the run and its host (first writer of a fingerprint wins); returns the run id."""
+        with self.engine.begin() as conn:
+            insert = _INSERT[conn.dialect.name]
+            conn.execute(insert(self._hosts).values(**asdict(run.host)).on_conflict_do_nothing())
+            values = {k: v for k, v in asdict(run).items() if k != "host"}
+            conn.execute(self._runs.insert().values(host_fingerprint=run.host.fingerprint, **values))
+        return run.run_id
+
+    def record_test(self, test: TestRecord) -> None:
+        """Write one finished test as one row in its own transaction."""
+        with self.engine.begin() as conn:
+            conn.execute(self._tests.insert().values(**asdict(test)))
+
+    def finish_run(self, run_id: str, at: dt.datetime | None = None) -> None:
+        """Mark the run complete; runs without it were interrupted (their tests are still whole)."""
+        at = at or dt.datetime.now(dt.timezone.utc)
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                self._runs.update().where(self._runs.c.run_id == run_id).values(finished_at=at)
+            )
+            if done.rowcount != 1:
+                raise KeyError(f"no run {run_id!r} in {self.url.render_as_string()}")
+
+    def run_finished_at(self, run_id: str) -> dt.datetime | None:
+        """When the run finished; None while it runs or when it was interrupted."""
+        with self.engine.connect() as conn:
+            q = sa.select(self._runs.c.finished_at).where(self._runs.c.run_id == run_id)
+            return _utc(conn.execute(q).scalar())
+
+    def rows(
+        self, *, kind: str | None = None, build: str | None = None, host: str | None = None
+    ) -> list[ResultRow]:
+        """Return every test joined with its run and host, oldest first.
+
+        ``host`` is a fingerprint prefix or a run label.
+        """
+        t, r, h = self._tests, self._runs, self._hosts
+        q = (
+            sa.select(t, r, h)
+            .join_from(t, r, t.c.run_id == r.c.run_id)
+            .join(h, r.c.host_fingerprint == h.c.fingerprint)
+            .order_by(r.c.started_at, t.c.finished_at, t.c.id)
+            .set_label_style(sa.LABEL_STYLE_TABLENAME_PLUS_COL)
+        )
+        if kind:
+            q = q.where(t.c.kind == kind)
+        if build:
+            q = q.where(r.c.daemon_build == build)
+        if host:
+            q = q.where(sa.or_(r.c.host_fingerprint.startswith(host, autoescape=True), r.c.label == host))
+        with self.engine.connect() as conn:
+            return [self._row(m) for m in conn.execute(q).mappings()]
+
+    @staticmethod
+    def _row(m: sa.RowMapping) -> ResultRow:
+        test = _pick(m, "tests", TestRecord)
+        run = _pick(m, "runs", RunRecord)
+        test.update(cold_start=test["cold_start"] or {}, finished_at=_utc(test["finished_at"]))
+        run.update(extra=run["extra"] or {}, started_at=_utc(run["started_at"]))
+        return ResultRow(
+            TestRecord(**test), RunRecord(host=HostRecord(**_pick(m, "hosts", HostRecord)), **run)
+        )
+
+    def builds(self) -> list[tuple[str, dt.datetime, int]]:
+        """(build, first seen, run count) for every daemon build, oldest first."""
+        r = self._runs
+        first = sa.func.min(r.c.started_at)
+        q = sa.select(r.c.daemon_build, first, sa.func.count()).group_by(r.c.daemon_build).order_by(first)
+        with self.engine.connect() as conn:
+            return [(b, _utc(t), n) for b, t, n in conn.execute(q)]
