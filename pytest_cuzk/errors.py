@@ -1,0 +1,220 @@
+"""Exceptions pytest-cuzk raises, and the one place gRPC status codes become them.
+
+A raw ``grpc.RpcError`` says neither which daemon nor which call failed; every
+error here names the address, the RPC and the status code, and hints at what to
+do. The tree::
+
+    CuzkError
+    ├── RpcError                  any failed gRPC call (the generic class for codes listed in GENERIC_CODES)
+    │   ├── DaemonUnavailable     UNAVAILABLE: nothing listening, connection refused or reset
+    │   ├── DeadlineExceeded      DEADLINE_EXCEEDED: the call's client-side deadline passed
+    │   ├── InvalidArgument       INVALID_ARGUMENT: the daemon rejected the request
+    │   ├── NotFound              NOT_FOUND: unknown job id
+    │   ├── MessageTooLarge       a message over a size limit
+    │   │   ├── ResourceExhausted RESOURCE_EXHAUSTED (grpcio's own limit check)
+    │   │   └── OutOfRange        OUT_OF_RANGE (tonic, i.e. cuzk's 128 MiB limit)
+    │   ├── InternalError         INTERNAL: the daemon failed (e.g. PreloadSRS of an unknown circuit)
+    │   ├── Unimplemented         UNIMPLEMENTED: not a cuzk.v1.ProvingEngine server
+    │   └── Cancelled             CANCELLED
+    ├── ProofFailed               the job finished with status FAILED (or another non-COMPLETED status)
+    ├── ProofTimeout              the client-side bound on waiting for a proof passed
+    └── ProofStructureError       proof bytes are not well-formed Groth16 proofs
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import grpc
+
+__all__ = [
+    "ERROR_CLASSES",
+    "GENERIC_CODES",
+    "Cancelled",
+    "CuzkError",
+    "DaemonUnavailable",
+    "DeadlineExceeded",
+    "InternalError",
+    "InvalidArgument",
+    "MessageTooLarge",
+    "NotFound",
+    "OutOfRange",
+    "ProofFailed",
+    "ProofStructureError",
+    "ProofTimeout",
+    "ResourceExhausted",
+    "RpcError",
+    "Unimplemented",
+    "error_for",
+    "map_grpc_errors",
+]
+
+
+class CuzkError(Exception):
+    """Base of every error pytest-cuzk raises on purpose."""
+
+
+class RpcError(CuzkError):
+    """A gRPC call to a proving daemon failed."""
+
+    hint = "see the daemon's log for why it refused the call"
+
+    def __init__(self, address: str, rpc: str, code: grpc.StatusCode, details: str) -> None:
+        self.address = address
+        self.rpc = rpc
+        self.code = code
+        self.details = details
+        super().__init__(
+            f"{rpc} on {address} failed with {code.name}: {details or '(no details)'}; {self.hint}"
+        )
+
+
+class DaemonUnavailable(RpcError):
+    """Nothing answers at the address."""
+
+    hint = (
+        "check that the daemon is running and listening on that address "
+        "(TCP IP:port or unix:///absolute/path); the daemon log says where it listens"
+    )
+
+
+class DeadlineExceeded(RpcError):
+    """The call's deadline passed before the daemon answered."""
+
+    hint = "the daemon did not answer in time: raise the timeout, or check whether the daemon is stuck"
+
+
+class InvalidArgument(RpcError):
+    """The daemon rejected the request's fields."""
+
+    hint = "the daemon rejected the request: check proof_kind and the other request fields"
+
+
+class NotFound(RpcError):
+    """The daemon does not know the job id."""
+
+    hint = "the daemon does not know this job id (it forgets every job when it restarts): submit it again"
+
+
+class MessageTooLarge(RpcError):
+    """A request or response was over a message size limit."""
+
+    hint = (
+        "a message was over a size limit: cuzk accepts at most 128 MiB; "
+        "the client's limit is ProvingClient(max_message_bytes=...)"
+    )
+
+
+class ResourceExhausted(MessageTooLarge):
+    """RESOURCE_EXHAUSTED: grpcio's message size check (or another exhausted resource)."""
+
+
+class OutOfRange(MessageTooLarge):
+    """OUT_OF_RANGE: what cuzk (tonic) answers to a message over its 128 MiB limit."""
+
+
+class InternalError(RpcError):
+    """The daemon failed while handling the call."""
+
+    hint = (
+        "the daemon failed internally: see its log (for PreloadSRS: is the circuit id known "
+        "and its .params file in srs.param_cache?)"
+    )
+
+
+class Unimplemented(RpcError):
+    """The server does not implement the RPC."""
+
+    hint = "the server does not implement this RPC: is it a cuzk.v1.ProvingEngine daemon?"
+
+
+class Cancelled(RpcError):
+    """The call was cancelled before it finished."""
+
+    hint = "the call was cancelled before it finished (client shutdown or the server went away)"
+
+
+class ProofFailed(CuzkError):
+    """A job finished without a proof (status FAILED, or CANCELLED/TIMEOUT/UNKNOWN)."""
+
+    def __init__(self, job_id: str, error_message: str, status: str = "FAILED", address: str = "") -> None:
+        self.job_id = job_id
+        self.error_message = error_message
+        self.status = status
+        self.address = address
+        where = f" on {address}" if address else ""
+        super().__init__(
+            f"proof job {job_id!r}{where} ended {status}: {error_message or '(no error message)'}"
+        )
+
+
+class ProofTimeout(CuzkError, TimeoutError):
+    """The client stopped waiting for a proof (cuzk ignores AwaitProof's timeout_ms; the client bounds it)."""
+
+    def __init__(self, job_id: str, elapsed_s: float, timeout_s: float, address: str = "") -> None:
+        self.job_id = job_id
+        self.elapsed_s = elapsed_s
+        self.timeout_s = timeout_s
+        self.address = address
+        where = f" on {address}" if address else ""
+        super().__init__(
+            f"proof job {job_id!r}{where} not finished after {elapsed_s:.1f} s (bound {timeout_s:g} s); "
+            "raise the timeout if the proof is just slow, else check the daemon's log for a stuck job"
+        )
+
+
+class ProofStructureError(CuzkError, ValueError):
+    """Proof bytes are not a sequence of well-formed compressed Groth16 proofs."""
+
+    def __init__(self, reason: str, partition: int | None = None, point: str | None = None) -> None:
+        self.reason = reason
+        self.partition = partition
+        self.point = point
+        where = "" if partition is None else f"partition {partition}: "
+        if partition is not None and point:
+            where = f"partition {partition} point {point}: "
+        super().__init__(f"malformed proof: {where}{reason}")
+
+
+ERROR_CLASSES: dict[grpc.StatusCode, type[RpcError]] = {
+    grpc.StatusCode.UNAVAILABLE: DaemonUnavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.OUT_OF_RANGE: OutOfRange,
+    grpc.StatusCode.INTERNAL: InternalError,
+    grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
+    grpc.StatusCode.CANCELLED: Cancelled,
+}
+
+# Codes cuzk never sends; they surface as the generic RpcError, still naming the code.
+GENERIC_CODES: frozenset[grpc.StatusCode] = frozenset(
+    {
+        grpc.StatusCode.OK,
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.ALREADY_EXISTS,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.DATA_LOSS,
+        grpc.StatusCode.UNAUTHENTICATED,
+    }
+)
+
+
+def error_for(exc: grpc.RpcError, address: str, rpc: str) -> RpcError:
+    """Build the CuzkError for a failed call (without raising it)."""
+    code = exc.code() if callable(getattr(exc, "code", None)) else grpc.StatusCode.UNKNOWN
+    details = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
+    return ERROR_CLASSES.get(code, RpcError)(address, rpc, code, details or "")
+
+
+@contextmanager
+def map_grpc_errors(address: str, rpc: str) -> Iterator[None]:
+    """Turn a ``grpc.RpcError`` raised inside the block into the matching RpcError subclass."""
+    try:
+        yield
+    except grpc.RpcError as exc:
+        raise error_for(exc, address, rpc) from exc
