@@ -1,0 +1,368 @@
+"""Memory and GPU telemetry of a proving daemon's process tree while a test runs.
+
+A daemon is a separate process, so in-process tools (tracemalloc, memray) cannot see it: the sampler polls
+the daemon's whole process tree from a background thread instead. Polling misses short spikes, so the
+exact RSS peak comes from the kernel's high-water mark (VmHWM), reset per test through
+``/proc/<pid>/clear_refs`` where the kernel lets us (else the report says the peak is since process start).
+GPU memory, utilisation, SM clock and P-state come from NVML: clocks swing proof timings by large factors,
+so they are recorded beside the timings.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import psutil
+import pynvml
+
+from pytest_cuzk.hostinfo import nvml_handles, nvml_query, nvml_session
+
+__all__ = ["MIN_INTERVAL_S", "DaemonSampler", "GpuSample", "MemoryReport", "MemorySeries"]
+
+MIN_INTERVAL_S = 0.005
+TREE_REFRESH_S = 0.25  # listing a tree scans all of /proc (~2 ms on a busy host): not on every 10 ms tick
+JOIN_TIMEOUT_S = 5.0
+HwmScope = Literal["test", "since_start", "unavailable"]
+VramSource = Literal["pids", "device"]
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """One device at one instant; None where NVML does not report the value."""
+
+    used_bytes: int | None
+    util_pct: int | None
+    sm_clock_mhz: int | None
+    pstate: int | None
+
+
+@dataclass(frozen=True)
+class _Sample:
+    t_s: float
+    rss_bytes: int
+    sys_available_bytes: int
+    tree_vram_bytes: int
+    tree_vram_seen: bool  # a tree pid was listed by NVML with a known size
+    unattributed: bool  # NVML listed GPU memory it could not tie to a pid of ours
+    gpus: tuple[GpuSample, ...]
+
+
+@dataclass
+class MemorySeries:
+    """Raw time series (seconds since start) for plots; `vram_bytes` follows the report's `vram_source`."""
+
+    t_s: list[float]
+    rss_bytes: list[int]
+    sys_available_bytes: list[int]
+    vram_bytes: list[int] | None
+    device_used_bytes: list[int] | None
+    marks: list[tuple[float, str]]
+
+
+@dataclass
+class MemoryReport:
+    """Peaks and means of one sampling window; byte, MHz and percent units are in the field names."""
+
+    samples: int
+    interval_s: float
+    duration_s: float
+    sampler_cpu_s: float
+    rss_peak_bytes: int
+    rss_mean_bytes: int
+    rss_hwm_peak_bytes: int | None
+    rss_hwm_scope: HwmScope
+    sys_available_min_bytes: int
+    daemon_exited: bool
+    vram_available: bool
+    vram_source: VramSource | None
+    vram_unavailable_reason: str | None
+    vram_peak_bytes: int | None
+    vram_mean_bytes: int | None
+    device_mem_used_peak_bytes: int | None
+    gpu_util_mean_pct: float | None
+    sm_clock_mean_mhz: float | None
+    sm_clock_min_mhz: int | None
+    pstates: tuple[str, ...]
+    series: MemorySeries = field(repr=False)
+
+    @property
+    def sample_rate_hz(self) -> float:
+        """Samples per second actually achieved (below 1/interval when a sample takes longer than one)."""
+        return self.samples / self.duration_s if self.duration_s > 0 else 0.0
+
+    def as_extra_info(self) -> dict[str, Any]:
+        """Scalars for pytest-benchmark's extra_info (the series stay out: they would bloat the JSON)."""
+        info = {k: v for k, v in self.__dict__.items() if k not in ("series", "samples", "pstates")}
+        info |= {"gpu_pstates": list(self.pstates), "mem_samples": self.samples}
+        info["sampler_interval_s"] = info.pop("interval_s")
+        info["sampler_rate_hz"] = round(self.sample_rate_hz, 2)
+        info |= {"duration_s": round(self.duration_s, 3), "sampler_cpu_s": round(self.sampler_cpu_s, 4)}
+        return info
+
+
+class DaemonSampler:
+    """Samples a daemon's process tree from a named background thread between `start()` and `stop()`.
+
+    The thread only appends samples (no pytest calls, no printing); `stop()` joins it and aggregates.
+    """
+
+    def __init__(self, pid: int, interval_s: float = 0.1, nvml: bool = True) -> None:
+        if interval_s < MIN_INTERVAL_S:
+            raise ValueError(
+                f"memory sampler interval {interval_s} s is below the minimum, {MIN_INTERVAL_S} s"
+            )
+        self.pid = pid
+        self.interval_s = interval_s
+        self._use_nvml = nvml
+        self._tree = _ProcessTree(pid)
+        self._gpu: list[Any] | None = None
+        self._gpu_why: str | None = "NVML sampling turned off"
+        self._stack = ExitStack()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._samples: list[_Sample] = []
+        self._marks: list[tuple[float, str]] = []
+        self._hwm_scope: HwmScope = "unavailable"
+        self._t0 = 0.0
+        self._cpu_s = 0.0
+
+    def start(self) -> None:
+        """Reset the tree's RSS high-water marks, open NVML and begin sampling."""
+        if self._thread is not None:
+            raise RuntimeError("DaemonSampler.start() called twice: use one sampler per window")
+        self._hwm_scope = self._tree.reset_hwm()
+        if self._use_nvml:
+            self._gpu_why = self._stack.enter_context(nvml_session())
+            self._gpu = None if self._gpu_why else nvml_handles()
+            if self._gpu == []:
+                self._gpu, self._gpu_why = None, "NVML sees no GPU"
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=f"cuzk-mem-sampler-{self.pid}", daemon=True)
+        self._thread.start()
+
+    def mark(self, label: str) -> None:
+        """Record a boundary (a proof submitted or finished) on the sampler's time axis."""
+        self._marks.append((time.monotonic() - self._t0, label))
+
+    def stop(self) -> MemoryReport:
+        """Stop sampling (one last sample is taken) and return the window's report."""
+        if self._thread is None:
+            raise RuntimeError("DaemonSampler.stop() called before start()")
+        self._stop.set()
+        self._thread.join(JOIN_TIMEOUT_S)
+        if not self._thread.is_alive():  # a thread stuck in NVML must not see it shut down under it
+            self._stack.close()
+        return self._report(list(self._samples), time.monotonic() - self._t0)
+
+    def _run(self) -> None:
+        cpu0 = time.thread_time()
+        due = time.monotonic()
+        while True:
+            self._samples.append(self._sample())
+            self._cpu_s = time.thread_time() - cpu0
+            due = max(due + self.interval_s, time.monotonic())
+            if self._stop.wait(due - time.monotonic()):
+                break
+        self._samples.append(self._sample())
+        self._cpu_s = time.thread_time() - cpu0
+
+    def _sample(self) -> _Sample:
+        now = time.monotonic()
+        rss = self._tree.sample(now)
+        avail = psutil.virtual_memory().available
+        gpus: tuple[GpuSample, ...] = ()
+        vram, seen, unattributed = 0, False, False
+        if self._gpu is not None:
+            gpus = tuple(_gpu_sample(h) for h in self._gpu)
+            vram, seen, unattributed = _tree_vram(self._gpu, self._tree.pids())
+        return _Sample(now - self._t0, rss, avail, vram, seen, unattributed, gpus)
+
+    def _report(self, samples: list[_Sample], duration_s: float) -> MemoryReport:
+        rss = [s.rss_bytes for s in samples] or [0]
+        gpu = _gpu_summary(samples, self._gpu is not None)
+        series = MemorySeries(
+            t_s=[s.t_s for s in samples],
+            rss_bytes=rss,
+            sys_available_bytes=[s.sys_available_bytes for s in samples],
+            vram_bytes=gpu.vram,
+            device_used_bytes=gpu.device_used,
+            marks=list(self._marks),
+        )
+        return MemoryReport(
+            samples=len(samples),
+            interval_s=self.interval_s,
+            duration_s=duration_s,
+            sampler_cpu_s=self._cpu_s,
+            rss_peak_bytes=max(rss),
+            rss_mean_bytes=int(statistics.fmean(rss)),
+            rss_hwm_peak_bytes=self._tree.hwm_bytes(),
+            rss_hwm_scope=self._hwm_scope,
+            sys_available_min_bytes=min((s.sys_available_bytes for s in samples), default=0),
+            daemon_exited=self._tree.exited,
+            vram_available=self._gpu is not None,
+            vram_source=gpu.source,
+            vram_unavailable_reason=self._gpu_why,
+            vram_peak_bytes=max(gpu.vram) if gpu.vram else None,
+            vram_mean_bytes=int(statistics.fmean(gpu.vram)) if gpu.vram else None,
+            device_mem_used_peak_bytes=max(gpu.device_used) if gpu.device_used else None,
+            gpu_util_mean_pct=_mean(d.util_pct for s in samples for d in s.gpus),
+            sm_clock_mean_mhz=_mean(d.sm_clock_mhz for s in samples for d in s.gpus),
+            sm_clock_min_mhz=min(_known(d.sm_clock_mhz for s in samples for d in s.gpus), default=None),
+            pstates=tuple(f"P{p}" for p in sorted(set(_known(d.pstate for s in samples for d in s.gpus)))),
+            series=series,
+        )
+
+
+class _ProcessTree:
+    """The daemon and its descendants; tolerates any of them vanishing between two reads."""
+
+    def __init__(self, pid: int) -> None:
+        self.root_pid = pid
+        self.exited = False
+        self._procs: dict[int, psutil.Process] = {}
+        self._hwm: dict[int, int] = {}  # last VmHWM read per pid, kept after the process is gone
+        self._listed_at = float("-inf")
+
+    def pids(self) -> set[int]:
+        return set(self._procs)
+
+    def reset_hwm(self) -> HwmScope:
+        """Reset every tree process's VmHWM to its current RSS; say whether that worked for all."""
+        self._list(time.monotonic())
+        self._hwm.clear()
+        scopes = [_clear_refs(pid) for pid in self._procs]
+        if not scopes or "unavailable" in scopes:
+            return "unavailable"
+        return "test" if all(s == "test" for s in scopes) else "since_start"
+
+    def sample(self, now: float) -> int:
+        """Sum of RSS over the tree now; also refreshes each process's last-seen VmHWM."""
+        self._list(now)
+        total = 0
+        for pid, proc in list(self._procs.items()):
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                del self._procs[pid]
+                self.exited |= pid == self.root_pid
+                continue
+            hwm = _proc_status(pid).get("VmHWM")
+            if hwm is not None:
+                self._hwm[pid] = hwm
+        return total
+
+    def hwm_bytes(self) -> int | None:
+        """Sum of per-process peaks: exact for one process, an upper bound of a tree's joint peak."""
+        return sum(self._hwm.values()) if self._hwm else None
+
+    def _list(self, now: float) -> None:
+        if now - self._listed_at < TREE_REFRESH_S:
+            return
+        self._listed_at = now
+        try:
+            root = psutil.Process(self.root_pid)
+            kids = root.children(recursive=True)
+            if root.status() == psutil.STATUS_ZOMBIE:
+                raise psutil.ZombieProcess(self.root_pid)
+        except psutil.Error:
+            self.exited = True
+            self._procs = {}
+            return
+        self._procs = {p.pid: p for p in (root, *kids)}
+
+
+def _proc_status(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM of one process in bytes, from /proc (empty where there is no /proc)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    values = {}
+    for line in text.splitlines():
+        if line.startswith(("VmHWM:", "VmRSS:")):
+            key, kib = line.split(":", 1)
+            values[key] = int(kib.split()[0]) * 1024
+    return values
+
+
+def _clear_refs(pid: int) -> HwmScope:
+    """Write "5" to clear_refs, then check the kernel really reset the peak (some sandboxes ignore it)."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        return "since_start" if _proc_status(pid) else "unavailable"
+    status = _proc_status(pid)
+    if "VmHWM" not in status:
+        return "unavailable"
+    slack = max(2 << 20, status["VmRSS"] // 100)
+    return "test" if status["VmHWM"] - status["VmRSS"] <= slack else "since_start"
+
+
+def _gpu_sample(handle: Any) -> GpuSample:
+    mem = nvml_query(pynvml.nvmlDeviceGetMemoryInfo, handle)
+    util = nvml_query(pynvml.nvmlDeviceGetUtilizationRates, handle)
+    return GpuSample(
+        used_bytes=mem.used if mem else None,
+        util_pct=util.gpu if util else None,
+        sm_clock_mhz=nvml_query(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM),
+        pstate=nvml_query(pynvml.nvmlDeviceGetPerformanceState, handle),
+    )
+
+
+_PROCESS_QUERIES = (pynvml.nvmlDeviceGetComputeRunningProcesses, pynvml.nvmlDeviceGetGraphicsRunningProcesses)
+
+
+def _tree_vram(handles: Sequence[Any], pids: set[int]) -> tuple[int, bool, bool]:
+    """GPU bytes held by our pids, whether any was listed, and whether NVML listed memory we cannot place.
+
+    Inside a container NVML may list host pids that do not exist here, or no sizes at all: then the
+    report falls back to device-wide used memory and says so.
+    """
+    total, seen, unattributed = 0, False, False
+    for handle in handles:
+        per_pid: dict[int, int | None] = {}
+        for query in _PROCESS_QUERIES:
+            procs = nvml_query(query, handle)
+            unattributed |= procs is None
+            for p in procs or ():  # a process doing compute and graphics is listed twice
+                prev = per_pid.get(p.pid, 0)
+                used = p.usedGpuMemory
+                per_pid[p.pid] = None if used is None or prev is None else max(prev, used)
+        for pid, used in per_pid.items():
+            if pid in pids and used is not None:
+                total, seen = total + used, True
+            elif used is None or not psutil.pid_exists(pid):
+                unattributed = True
+    return total, seen, unattributed
+
+
+@dataclass(frozen=True)
+class _GpuSummary:
+    source: VramSource | None
+    vram: list[int] | None
+    device_used: list[int] | None
+
+
+def _gpu_summary(samples: Sequence[_Sample], gpu: bool) -> _GpuSummary:
+    if not gpu or not samples:
+        return _GpuSummary(None, None, None)
+    device_used = [sum(_known(d.used_bytes for d in s.gpus)) for s in samples]
+    if not any(s.tree_vram_seen for s in samples) and any(s.unattributed for s in samples):
+        return _GpuSummary("device", device_used, device_used)
+    return _GpuSummary("pids", [s.tree_vram_bytes for s in samples], device_used)
+
+
+def _known(values: Any) -> list[Any]:
+    return [v for v in values if v is not None]
+
+
+def _mean(values: Any) -> float | None:
+    known = _known(values)
+    return round(statistics.fmean(known), 1) if known else None
