@@ -1,0 +1,155 @@
+"""A small real HTTP server on 127.0.0.1 for download tests.
+
+Serves in-memory files with Range support and can misbehave on purpose: answer
+404, cut the connection after N bytes, ignore Range, or send slowly. Every
+request is recorded so tests can assert what the client sent.
+
+    with FileServer() as server:
+        url = server.add("/c1.json", payload)
+        server.cut_after("/c1.json", 1000)   # the next GET breaks off after 1000 bytes
+        ...
+        assert server.count("/c1.json") == 2
+        assert server.requests[-1].headers["Range"] == "bytes=1000-"
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+
+__all__ = ["FileServer", "Request"]
+
+CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the server saw."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+
+
+@dataclass
+class _Rules:
+    files: dict[str, bytes] = field(default_factory=dict)
+    cuts: dict[str, list[int]] = field(default_factory=dict)
+    ignore_range: bool = False
+    delay_s: float = 0.0
+
+
+class FileServer:
+    """Serve bytes over HTTP on a free loopback port until closed; a context manager."""
+
+    def __init__(self) -> None:
+        self.rules = _Rules()
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="test-http", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def url(self, path: str) -> str:
+        """Full URL of ``path`` (served or not: unknown paths answer 404)."""
+        return self.base_url + path
+
+    def add(self, path: str, data: bytes) -> str:
+        """Serve ``data`` at ``path``; return its URL."""
+        self.rules.files[path] = data
+        return self.url(path)
+
+    def remove(self, path: str) -> None:
+        """Stop serving ``path``: it answers 404 from now on."""
+        self.rules.files.pop(path, None)
+
+    def cut_after(self, path: str, nbytes: int, times: int = 1) -> None:
+        """Make the next ``times`` GETs of ``path`` close the connection after ``nbytes`` body bytes."""
+        self.rules.cuts[path] = [nbytes] * times
+
+    def ignore_range(self, on: bool = True) -> None:
+        """Answer every GET with the whole file (200), as servers without Range support do."""
+        self.rules.ignore_range = on
+
+    def slow(self, delay_s: float) -> None:
+        """Sleep ``delay_s`` before each 64 KiB chunk, to keep a transfer in flight."""
+        self.rules.delay_s = delay_s
+
+    def count(self, path: str | None = None, method: str = "GET") -> int:
+        """Number of ``method`` requests seen, for ``path`` or for any path."""
+        with self._lock:
+            return sum(1 for r in self.requests if r.method == method and path in (None, r.path))
+
+    def record(self, request: Request) -> None:
+        """Append a request (called by the handler threads)."""
+        with self._lock:
+            self.requests.append(request)
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FileServer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            server.record(Request("GET", self.path, dict(self.headers.items())))
+            rules = server.rules
+            data = rules.files.get(self.path)
+            if data is None:
+                self.send_error(404)
+                return
+            start = _range_start(self.headers.get("Range")) if not rules.ignore_range else None
+            if start is not None and start >= len(data):
+                self.send_error(416)
+                return
+            body = data[start or 0 :]
+            self.send_response(200 if start is None else 206)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Accept-Ranges", "none" if rules.ignore_range else "bytes")
+            if start is not None:
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            self.end_headers()
+            cuts = rules.cuts.get(self.path)
+            limit = cuts.pop(0) if cuts else len(body)
+            self._send(body[:limit], rules.delay_s)
+            self.close_connection = True
+
+        def _send(self, body: bytes, delay_s: float) -> None:
+            for offset in range(0, len(body), CHUNK):
+                if delay_s:
+                    time.sleep(delay_s)
+                self.wfile.write(body[offset : offset + CHUNK])
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Keep test output quiet."""
+
+    return Handler
+
+
+def _range_start(header: str | None) -> int | None:
+    match = re.fullmatch(r"bytes=(\d+)-", header or "")
+    return int(match.group(1)) if match else None
