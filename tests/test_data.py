@@ -1,0 +1,374 @@
+"""Data manifest and DataStore: real downloads from a local HTTP server, real files, real processes."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import multiprocessing
+import os
+import random
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from httpserver import FileServer
+
+from pytest_cuzk import data
+from pytest_cuzk.data import DataStore, DataUnavailable, Manifest, ManifestError, ProgressLine, load_manifest
+from pytest_cuzk.kinds import KINDS
+
+PAYLOAD = random.Random(0).randbytes(1_000_000)
+PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def server() -> Iterator[FileServer]:
+    with FileServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def progress() -> list[tuple[str, int, int | None]]:
+    return []
+
+
+@pytest.fixture
+def store(tmp_path: Path, progress: list[tuple[str, int, int | None]]) -> DataStore:
+    return DataStore(tmp_path / "cache", progress=lambda *call: progress.append(call))
+
+
+def write_manifest(tmp_path: Path, body: str) -> Manifest:
+    path = tmp_path / "manifest" / "manifest.toml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(body)
+    return load_manifest(path)
+
+
+def porep_manifest(tmp_path: Path, url: str, sha256: str | None = PAYLOAD_SHA, extra: str = "") -> Manifest:
+    pin = f'sha256 = "{sha256}"\n' if sha256 else ""
+    return write_manifest(tmp_path, f'[kinds.porep]\nfile = "c1.json"\nurl = "{url}"\n{pin}{extra}')
+
+
+def counting_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    hashed: list[Path] = []
+    real = data.file_sha256
+
+    def spy(path: Path) -> str:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(data, "file_sha256", spy)
+    return hashed
+
+
+def test_fresh_download_lands_in_the_cache_verified(tmp_path, server, store, progress):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), extra=f"size = {len(PAYLOAD)}\n")
+    path = store.ensure(manifest.entries["porep"], manifest)
+    assert path == tmp_path / "cache" / "c1.json"
+    assert path.read_bytes() == PAYLOAD
+    assert server.count("/c1.json") == 1
+    assert progress[-1] == ("c1.json", len(PAYLOAD), len(PAYLOAD))
+    assert not path.with_name("c1.json.part").exists()
+
+
+def test_cached_file_is_not_fetched_nor_hashed_again(tmp_path, server, store, monkeypatch):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    store.ensure(manifest.entries["porep"], manifest)
+    hashed = counting_hashes(monkeypatch)
+    again = DataStore(tmp_path / "cache", progress=lambda *a: None)
+    path = again.ensure(manifest.entries["porep"], manifest)
+    assert (server.count(), hashed) == (1, [])
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    again.ensure(manifest.entries["porep"], manifest)
+    assert (server.count(), hashed) == (1, [path])
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+def test_corrupt_cached_file_is_moved_aside_and_downloaded_again(tmp_path, server, store, damage):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    path = store.ensure(manifest.entries["porep"], manifest)
+    bad = PAYLOAD[:1000] if damage == "truncated" else bytes([PAYLOAD[0] ^ 1]) + PAYLOAD[1:]
+    path.write_bytes(bad)
+    os.utime(path, ns=(1, 10**9))  # a new mtime even on coarse-clock file systems
+    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert server.count("/c1.json") == 2
+    assert path.with_name("c1.json.corrupt").read_bytes() == bad
+    assert any("moved it to" in note and "sha256" in note for note in store.notes)
+
+
+def test_interrupted_transfer_resumes_with_range(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.cut_after("/c1.json", 600_000)
+    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    first, second = server.requests
+    assert "Range" not in first.headers
+    start = int(re.fullmatch(r"bytes=(\d+)-", second.headers["Range"]).group(1))
+    assert 500_000 < start <= 600_000
+
+
+def test_server_that_ignores_range_gets_a_clean_restart(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.ignore_range()
+    server.cut_after("/c1.json", 600_000)
+    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert [("Range" in r.headers) for r in server.requests] == [False, True]
+
+
+def test_stale_part_longer_than_the_file_starts_over(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "c1.json.part").write_bytes(b"x" * (len(PAYLOAD) + 10))
+    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert server.count() == 2
+
+
+def test_transfer_that_keeps_breaking_gives_up(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.cut_after("/c1.json", 0, times=data.ATTEMPTS)
+    with pytest.raises(DataUnavailable, match=f"broke off {data.ATTEMPTS} times"):
+        store.ensure(manifest.entries["porep"], manifest)
+
+
+def test_404_names_url_file_and_entry(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.url("/gone.json"))
+    with pytest.raises(DataUnavailable) as info:
+        store.ensure(manifest.entries["porep"], manifest)
+    exc = info.value
+    assert (exc.kind, exc.file, exc.manifest, exc.entry_key) == (
+        "porep",
+        "c1.json",
+        manifest.path,
+        "kinds.porep",
+    )
+    assert "HTTP 404" in str(exc) and server.url("/gone.json") in str(exc)
+    assert f"download {server.url('/gone.json')}" in exc.hint
+
+
+def test_unreachable_host(tmp_path, store):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    manifest = porep_manifest(tmp_path, f"http://127.0.0.1:{port}/c1.json")
+    with pytest.raises(DataUnavailable, match=rf"cannot reach http://127\.0\.0\.1:{port}/c1\.json"):
+        store.ensure(manifest.entries["porep"], manifest)
+
+
+@pytest.mark.parametrize(
+    ("kind", "file", "command"),
+    [
+        ("wpost", "wpost-vanilla.json", "cuzk-bench gen-vanilla window-post ... -o wpost-vanilla.json"),
+        (
+            "winning",
+            "winning-vanilla.json",
+            "cuzk-bench gen-vanilla winning-post ... -o winning-vanilla.json",
+        ),
+        ("snap", "snap-vanilla.json", "cuzk-bench gen-vanilla snap-prove ... -o snap-vanilla.json"),
+    ],
+)
+def test_no_url_says_how_to_produce_the_data(tmp_path, store, kind, file, command):
+    manifest = write_manifest(tmp_path, f'[kinds.{kind}]\nfile = "{file}"\n')
+    with pytest.raises(DataUnavailable) as info:
+        store.ensure(manifest.entries[kind], manifest)
+    assert command in info.value.hint
+    assert f"--cuzk-input {kind}=PATH" in info.value.hint
+    assert str(manifest.path) in str(info.value) and f"[kinds.{kind}]" in str(info.value)
+
+
+def test_reference_engine_data_points_at_gen_data(tmp_path, store):
+    manifest = write_manifest(tmp_path, '[engine]\nname = "cuzk-ref"\n[kinds.winning]\nfile = "w.json"\n')
+    with pytest.raises(DataUnavailable) as info:
+        store.ensure(manifest.entries["winning"], manifest)
+    assert info.value.hint == f"generate it with `cuzk-ref gen-data {manifest.dir}`"
+
+
+def test_offline_never_touches_the_network(tmp_path, server):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    offline = DataStore(tmp_path / "cache", offline=True, progress=lambda *a: None)
+    with pytest.raises(DataUnavailable, match=r"offline mode \(--cuzk-offline\)"):
+        offline.ensure(manifest.entries["porep"], manifest)
+    assert server.requests == []
+    DataStore(tmp_path / "cache", progress=lambda *a: None).ensure(manifest.entries["porep"], manifest)
+    assert offline.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert server.count() == 1
+
+
+def test_sha256_mismatch_after_download_is_not_placed(tmp_path, server, store):
+    other = hashlib.sha256(b"other").hexdigest()
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=other)
+    with pytest.raises(DataUnavailable) as info:
+        store.ensure(manifest.entries["porep"], manifest)
+    assert f"sha256 {PAYLOAD_SHA}, but kinds.porep.sha256 says {other}" in info.value.reason
+    assert "was not used" in info.value.hint
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["c1.json.lock"]
+
+
+def test_size_mismatch_after_download_is_not_placed(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None, extra="size = 5\n")
+    with pytest.raises(DataUnavailable, match=f"gave {len(PAYLOAD)} bytes, but kinds.porep.size says 5"):
+        store.ensure(manifest.entries["porep"], manifest)
+    assert not (tmp_path / "cache" / "c1.json").exists()
+
+
+def test_first_download_pins_sha256_and_later_runs_are_held_to_it(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None)
+    path = store.ensure(manifest.entries["porep"], manifest)
+    pin = tmp_path / "cache" / "c1.json.pin.json"
+    assert f"recorded the observed sha256 {PAYLOAD_SHA} in {pin}" in store.notes[0]
+    path.write_bytes(b"tampered")
+    server.add("/c1.json", b"changed upstream")
+    with pytest.raises(DataUnavailable) as info:
+        store.ensure(manifest.entries["porep"], manifest)
+    assert f"but pin file {pin} says {PAYLOAD_SHA}" in info.value.reason
+    server.add("/c1.json", PAYLOAD)
+    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert server.count() == 3
+
+
+def test_changed_url_drops_the_old_pin_and_fetches_again(tmp_path, server, store):
+    old = porep_manifest(tmp_path, server.add("/old.json", b"old data"), sha256=None)
+    store.ensure(old.entries["porep"], old)
+    new = porep_manifest(tmp_path, server.add("/new.json", PAYLOAD), sha256=None)
+    assert store.ensure(new.entries["porep"], new).read_bytes() == PAYLOAD
+    assert PAYLOAD_SHA in (tmp_path / "cache" / "c1.json.pin.json").read_text()
+
+
+def test_file_next_to_the_manifest_is_used_in_place(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    (manifest.dir / "c1.json").write_bytes(PAYLOAD)
+    assert store.ensure(manifest.entries["porep"], manifest) == manifest.dir / "c1.json"
+    (manifest.dir / "c1.json").write_bytes(b"not it")
+    with pytest.raises(DataUnavailable, match="replace or remove"):
+        store.ensure(manifest.entries["porep"], manifest)
+    assert (manifest.dir / "c1.json").read_bytes() == b"not it"
+    assert server.requests == []
+
+
+def test_ensure_all_maps_each_kind_to_a_path_or_the_reason(tmp_path, server, store):
+    body = f'[kinds.porep]\nfile = "c1.json"\nurl = "{server.add("/c1.json", PAYLOAD)}"\n'
+    manifest = write_manifest(tmp_path, body + '[kinds.wpost]\nfile = "wpost-vanilla.json"\n')
+    got = store.ensure_all(manifest, ["porep", "window-post", "snap"])
+    assert got["porep"] == tmp_path / "cache" / "c1.json"
+    assert isinstance(got["wpost"], DataUnavailable) and "gen-vanilla window-post" in got["wpost"].hint
+    assert isinstance(got["snap"], DataUnavailable) and "no entry" in got["snap"].reason
+
+
+def _ensure_in_child(cache: str, manifest_path: str, barrier) -> None:
+    manifest = load_manifest(Path(manifest_path))
+    barrier.wait(timeout=60)
+    DataStore(Path(cache), progress=lambda *a: None).ensure(manifest.entries["porep"], manifest)
+
+
+def test_two_processes_download_once(tmp_path, server):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.slow(0.03)  # ~0.5 s in flight, so the second process meets the lock
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    args = (str(tmp_path / "cache"), str(manifest.path), barrier)
+    procs = [ctx.Process(target=_ensure_in_child, args=args) for _ in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert server.count() == 1
+    assert (tmp_path / "cache" / "c1.json").read_bytes() == PAYLOAD
+
+
+def test_progress_line_on_a_plain_stream():
+    out = io.StringIO()
+    line = ProgressLine(out)
+    line("c1.json", 0, 2_000_000)
+    line("c1.json", 1_000_000, 2_000_000)  # throttled
+    line("c1.json", 2_000_000, 2_000_000)
+    assert out.getvalue().splitlines() == [
+        "downloading c1.json: 0.0/2.0 MB (0%)",
+        "downloading c1.json: 2.0/2.0 MB (100%)",
+    ]
+
+
+def test_default_manifest_lists_every_kind():
+    manifest = load_manifest(REPO / "fixtures" / "manifest.toml")
+    assert set(manifest.entries) == set(KINDS)
+    porep = manifest.entries["porep"]
+    assert porep.url == "https://pub-08ae819c828244bdbe5f615fd8c5e144.r2.dev/c1.json"
+    assert porep.request == {"registered_proof": 8, "miner_id": 1000, "sector_number": 1}
+    assert (porep.sha256, porep.size) == (None, None)
+    assert {k: e.request["registered_proof"] for k, e in manifest.entries.items()} == {
+        "porep": 8,
+        "snap": 3,
+        "wpost": 13,
+        "winning": 3,
+    }
+    assert all(e.url is None for k, e in manifest.entries.items() if k != "porep")
+
+
+def test_kind_aliases_are_accepted(tmp_path):
+    manifest = write_manifest(tmp_path, '[kinds.window-post]\nfile = "w.json"\n')
+    assert manifest.entries["wpost"].entry_key == "kinds.window-post"
+
+
+@pytest.mark.parametrize(
+    ("body", "where", "says"),
+    [
+        ('[kinds.stark]\nfile = "x"', "kinds.stark", "unknown proof kind 'stark'; use one of: porep"),
+        ("[kinds.porep]\nurl = 'https://x/y'", "kinds.porep.file", 'missing; add file = "<name>"'),
+        ('[kinds.porep]\nfile = "/etc/c1.json"', "kinds.porep.file", "--cuzk-input KIND=PATH"),
+        ('[kinds.porep]\nfile = "../c1.json"', "kinds.porep.file", "must be a relative path"),
+        ('[kinds.porep]\nfile = "c1.json"\nsha256 = "abc"', "kinds.porep.sha256", "must be 64 hex digits"),
+        ('[kinds.porep]\nfile = "c1.json"\nsha256 = "' + "g" * 64 + '"', "kinds.porep.sha256", "64 hex"),
+        ('[kinds.porep]\nfile = "c1.json"\nsize = -1', "kinds.porep.size", "non-negative integer"),
+        ('[kinds.porep]\nfile = "c1.json"\nsize = "1"', "kinds.porep.size", "non-negative integer"),
+        ('[kinds.porep]\nfile = "c1.json"\nurl = "ftp://h/c1"', "kinds.porep.url", "http:// or https://"),
+        ('[kinds.porep]\nfile = "c1.json"\nurl = "file:///c1"', "kinds.porep.url", "http:// or https://"),
+        ('[kinds.porep]\nfile = "c1.json"\nsha = "x"', "kinds.porep.sha", "unknown key; known keys: file"),
+        ('[kinds.porep]\nfile = "c1.json"\nrequest = 3', "kinds.porep.request", "must be a table"),
+        (
+            '[kinds.porep]\nfile = "x"\n[kinds.porep.request]\nminer_id = -5',
+            "kinds.porep.request.miner_id",
+            "non-negative integer, got -5",
+        ),
+        (
+            '[kinds.porep]\nfile = "x"\n[kinds.porep.request]\nsector_number = true',
+            "kinds.porep.request.sector_number",
+            "non-negative integer, got True",
+        ),
+        (
+            '[kinds.wpost]\nfile = "x"\n[kinds.wpost.request]\nrandomness = "zz"',
+            "kinds.wpost.request.randomness",
+            "must be hex bytes",
+        ),
+        (
+            '[kinds.snap]\nfile = "x"\n[kinds.snap.request]\ncomm_r_old = 7',
+            "kinds.snap.request.comm_r_old",
+            "must be hex bytes",
+        ),
+        (
+            '[kinds.porep]\nfile = "x"\n[kinds.porep.request]\nminer = 1',
+            "kinds.porep.request.miner",
+            "unknown request field; known fields: registered_proof",
+        ),
+        (
+            '[kinds.porep]\nfile = "a"\n[kinds.porep-c2]\nfile = "b"',
+            "kinds.porep-c2",
+            "same kind as [kinds.porep]",
+        ),
+        ("kinds = 3", "kinds", "must hold tables"),
+        ("engine = 1", "engine", "must be a table"),
+        ('[kind.porep]\nfile = "x"', "kind", "unknown top-level key"),
+        ("[kinds.porep", "", "not valid TOML"),
+    ],
+)
+def test_manifest_errors_name_file_key_and_fix(tmp_path, body, where, says):
+    with pytest.raises(ManifestError) as info:
+        write_manifest(tmp_path, body)
+    path = tmp_path / "manifest" / "manifest.toml"
+    assert str(info.value).startswith(f"{path}: {where}: " if where else f"{path}: ")
+    assert says in str(info.value)
+
+
+def test_missing_manifest_names_the_option(tmp_path):
+    with pytest.raises(ManifestError, match=r"cannot read the data manifest.*check --cuzk-manifest"):
+        load_manifest(tmp_path / "nope.toml")
