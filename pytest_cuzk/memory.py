@@ -316,9 +316,6 @@ def _gpu_sample(handle: Any) -> GpuSample:
     )
 
 
-_PROCESS_QUERIES = (pynvml.nvmlDeviceGetComputeRunningProcesses, pynvml.nvmlDeviceGetGraphicsRunningProcesses)
-
-
 def _tree_vram(handles: Sequence[Any], pids: set[int]) -> tuple[int, bool, bool]:
     """GPU bytes held by our pids, whether any was listed, and whether NVML listed memory we cannot place.
 
@@ -327,20 +324,31 @@ def _tree_vram(handles: Sequence[Any], pids: set[int]) -> tuple[int, bool, bool]
     """
     total, seen, unattributed = 0, False, False
     for handle in handles:
-        per_pid: dict[int, int | None] = {}
-        for query in _PROCESS_QUERIES:
-            procs = nvml_query(query, handle)
-            unattributed |= procs is None
-            for p in procs or ():  # a process doing compute and graphics is listed twice
-                prev = per_pid.get(p.pid, 0)
-                used = p.usedGpuMemory
-                per_pid[p.pid] = None if used is None or prev is None else max(prev, used)
+        per_pid = _gpu_pids(handle)
+        if per_pid is None:
+            unattributed = True
+            continue
         for pid, used in per_pid.items():
             if pid in pids and used is not None:
                 total, seen = total + used, True
             elif used is None or not psutil.pid_exists(pid):
                 unattributed = True
     return total, seen, unattributed
+
+
+def _gpu_pids(handle: Any) -> dict[int, int | None] | None:
+    """Bytes per pid on one device (None where NVML gives no size); None when it cannot list processes."""
+    queries = (pynvml.nvmlDeviceGetComputeRunningProcesses, pynvml.nvmlDeviceGetGraphicsRunningProcesses)
+    listings = [nvml_query(query, handle) for query in queries]
+    if all(procs is None for procs in listings):
+        return None
+    per_pid: dict[int, int | None] = {}
+    for procs in listings:
+        for p in procs or ():  # a process doing compute and graphics is listed twice
+            prev = per_pid.get(p.pid, 0)
+            used = p.usedGpuMemory
+            per_pid[p.pid] = None if used is None or prev is None else max(prev, used)
+    return per_pid
 
 
 @dataclass(frozen=True)
