@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from filelock import FileLock
 from sqlalchemy.dialects import postgresql, sqlite
 
 __all__ = [
@@ -256,7 +257,6 @@ def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-    cur.execute("PRAGMA journal_mode = WAL")
     cur.execute("PRAGMA foreign_keys = ON")
     cur.close()
 
@@ -272,12 +272,27 @@ def create_engine(url: str | sa.URL | None) -> sa.Engine:
     parsed = url if isinstance(url, sa.URL) else normalize_url(url)
     if parsed.get_backend_name() != "sqlite":
         return sa.create_engine(parsed, pool_pre_ping=True)
-    if parsed.database:
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(parsed, poolclass=sa.pool.NullPool)
     sa.event.listen(engine, "connect", _sqlite_connect)
     sa.event.listen(engine, "begin", _sqlite_begin)
+    if parsed.database and parsed.database != ":memory:":
+        _enable_wal(engine, Path(parsed.database))
     return engine
+
+
+def _enable_wal(engine: sa.Engine, path: Path) -> None:
+    """Switch the file to WAL once (it persists), so readers never block the workers' writes.
+
+    The switch needs an exclusive lock and SQLite fails it at once, without waiting, when another
+    process is switching too, so processes opening a new file take turns through a file lock.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(path.with_name(path.name + ".lock"), timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
+        raw = engine.raw_connection()  # outside any transaction, as the switch requires
+        try:
+            raw.cursor().execute("PRAGMA journal_mode = WAL")
+        finally:
+            raw.close()
 
 
 @contextmanager

@@ -1,0 +1,232 @@
+"""The results database on SQLite and on a real PostgreSQL: schema, migration, round trip, concurrency."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from pg import pg_server  # noqa: F401  (session fixture, reached through request.getfixturevalue)
+
+from pytest_cuzk.results import (
+    SCHEMA_VERSION,
+    HostRecord,
+    ResultsDB,
+    RunRecord,
+    TestRecord,
+    build_metadata,
+    create_engine,
+    default_url,
+    migrate,
+    normalize_url,
+    schema_version,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+GIB = 2**30
+
+# A pytest run writing one test after another, printing how many it has committed; it never
+# finishes on its own (``count`` < 0), so it must be killed, or it writes ``count`` tests and ends.
+WRITER = """
+import sys
+from pytest_cuzk.results import HostRecord, ResultsDB, RunRecord, TestRecord
+url, label, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+host = HostRecord.of(gpu_models=["RTX 4090"], gpu_count=1, vram_total_bytes=24 << 30, cpu_model="cpu",
+                     cpu_cores=8, ram_bytes=64 << 30)
+db = ResultsDB(url)
+run = RunRecord(host=host, daemon_build="b1", label=label)
+db.start_run(run)
+print("started", flush=True)
+i = 0
+while count < 0 or i < count:
+    db.record_test(TestRecord(run_id=run.run_id, nodeid=f"test_prove[{i}]", kind="porep", batch_size=1,
+        concurrency=1, proofs_ok=i, proofs_failed=0, p50_s=float(i), p90_s=float(i), max_s=float(i),
+        proofs_per_hour=float(i), rss_peak_bytes=i, cold_start={"ready": float(i)}, label=label))
+    i += 1
+    print(i, flush=True)
+if count >= 0:
+    db.finish_run(run.run_id)
+"""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'results.db'}"
+    return request.getfixturevalue("pg_server").create_database()
+
+
+def host(**over: object) -> HostRecord:
+    facts = dict(
+        gpu_models=["NVIDIA A40", "NVIDIA A40"],
+        gpu_count=2,
+        vram_total_bytes=96 * GIB,
+        cpu_model="AMD EPYC 7543",
+        cpu_cores=64,
+        ram_bytes=2048 * GIB,
+        driver="550.54",
+        cuda="12.4",
+        hostname="a40-host",
+    )
+    return HostRecord.of(**{**facts, **over})
+
+
+def make_test(run_id: str, nodeid: str = "test_prove[porep-batch1-j1]", **over: object) -> TestRecord:
+    values = dict(
+        kind="porep",
+        batch_size=1,
+        concurrency=1,
+        proofs_ok=4,
+        proofs_failed=1,
+        p50_s=88.25,
+        p90_s=97.5,
+        max_s=101.0,
+        proofs_per_hour=35.9,
+        rss_peak_bytes=190 * GIB,
+        vram_peak_bytes=21 * GIB,
+        cold_start={"start": 0.5, "ready": 12.0, "srs_load": 9.5, "warmup": 30.0, "pce": 41.0},
+        sampler_interval_s=0.1,
+        label="a40",
+    )
+    return TestRecord(run_id=run_id, nodeid=nodeid, **{**values, **over})
+
+
+def spawn_writer(url: str, label: str, count: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, url, label, str(count)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def test_creates_schema_at_current_version(db_url: str) -> None:
+    with ResultsDB(db_url) as db, db.engine.connect() as conn:
+        assert schema_version(conn) == SCHEMA_VERSION
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("tests")}
+        if conn.dialect.name == "sqlite":  # readers must not block the workers' writes
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    assert {"sampler_interval_s", "rss_peak_bytes", "vram_peak_bytes", "cold_start"} <= columns
+
+
+def test_migrates_a_version_1_database_keeping_its_rows(db_url: str) -> None:
+    engine = create_engine(db_url)
+    v1 = build_metadata(1)
+    assert "sampler_interval_s" not in v1.tables["tests"].c
+    old_host = host()
+    with engine.begin() as conn:
+        v1.create_all(conn)
+        conn.execute(v1.tables["schema_version"].insert().values(version=1))
+        conn.execute(v1.tables["hosts"].insert().values(**dataclasses.asdict(old_host)))
+        run = RunRecord(host=old_host, daemon_build="old-build")
+        conn.execute(
+            v1.tables["runs"]
+            .insert()
+            .values(host_fingerprint=old_host.fingerprint, run_id=run.run_id, started_at=run.started_at)
+            .values(daemon_build="old-build", label="", extra={})
+        )
+        old = make_test(run.run_id, sampler_interval_s=None)
+        values = {k: v for k, v in dataclasses.asdict(old).items() if k != "sampler_interval_s"}
+        conn.execute(v1.tables["tests"].insert().values(**values))
+    engine.dispose()
+
+    with ResultsDB(db_url) as db:
+        with db.engine.connect() as conn:
+            assert schema_version(conn) == 2
+        (row,) = db.rows()
+        assert row.test == old
+        db.record_test(make_test(run.run_id, "new", sampler_interval_s=0.05))
+        assert [r.test.sampler_interval_s for r in db.rows()] == [None, 0.05]
+        assert migrate(db.engine) == SCHEMA_VERSION  # a second pass changes nothing
+
+
+def test_refuses_a_newer_schema(db_url: str) -> None:
+    with ResultsDB(db_url) as db, db.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE schema_version SET version = 99"))
+    with pytest.raises(RuntimeError, match="schema version 99, newer than this pytest-cuzk understands"):
+        ResultsDB(db_url)
+
+
+def test_round_trip_and_filters(db_url: str) -> None:
+    other = host(gpu_models=["NVIDIA GeForce RTX 4090"], gpu_count=1, ram_bytes=128 * GIB, hostname="box")
+    with ResultsDB(db_url) as db:
+        a = RunRecord(host=host(), daemon_build="sha256:aaaa", label="a40", batch_size=2, concurrency=1,
+                      preset="default", extra={"mode": "attach"})  # fmt: skip
+        b = RunRecord(host=other, daemon_build="sha256:bbbb", label="4090")
+        c = RunRecord(host=host(hostname="twin"), daemon_build="sha256:bbbb", label="a40-twin")
+        for run in (a, b, c):
+            db.start_run(run)
+        assert db.run_finished_at(a.run_id) is None
+        tests = [make_test(a.run_id), make_test(b.run_id, kind="snap", vram_peak_bytes=None, cold_start={})]
+        for t in tests:
+            db.record_test(t)
+        db.finish_run(a.run_id)
+
+        rows = db.rows()
+        assert [r.test for r in rows] == tests
+        assert rows[0].run == a and rows[0].run.host == host()  # the first writer's host facts stay
+        assert db.run_finished_at(a.run_id) is not None
+        assert [r.test.kind for r in db.rows(kind="snap")] == ["snap"]
+        assert [r.run.label for r in db.rows(build="sha256:bbbb")] == ["4090"]
+        assert [r.run.label for r in db.rows(host="4090")] == ["4090"]
+        assert [r.run.label for r in db.rows(host=other.fingerprint[:6])] == ["4090"]
+        assert [(build, n) for build, _, n in db.builds()] == [("sha256:aaaa", 1), ("sha256:bbbb", 2)]
+        with pytest.raises(KeyError, match="no run 'nope'"):
+            db.finish_run("nope")
+
+
+def test_fingerprint_ignores_hostname_but_not_hardware() -> None:
+    assert host(hostname="x").fingerprint == host(hostname="y").fingerprint
+    assert host(ram_bytes=256 * GIB).fingerprint != host().fingerprint
+    assert host(driver="560.1").fingerprint != host().fingerprint
+
+
+def test_urls_users_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert normalize_url("postgresql://u@h/db").drivername == "postgresql+psycopg"
+    assert normalize_url("postgres://u@h/db").drivername == "postgresql+psycopg"
+    assert normalize_url(str(tmp_path / "r.db")).database == str(tmp_path / "r.db")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert default_url() == f"sqlite:///{tmp_path / 'xdg' / 'pytest-cuzk' / 'results.db'}"
+    with pytest.raises(ValueError, match="use a sqlite:/// path or a postgresql:// URL"):
+        normalize_url("mysql://u@h/db")
+
+
+def test_concurrent_writers_from_two_processes(db_url: str) -> None:
+    writers = [spawn_writer(db_url, label, 25) for label in ("w1", "w2")]
+    for w in writers:
+        w.communicate(timeout=60)
+        assert w.returncode == 0
+    with ResultsDB(db_url) as db:
+        rows = db.rows()
+    assert len(rows) == 50
+    assert {r.run.label for r in rows} == {"w1", "w2"}
+    assert len({r.run.host.fingerprint for r in rows}) == 1
+    for label in ("w1", "w2"):
+        assert sorted(r.test.proofs_ok for r in rows if r.run.label == label) == list(range(25))
+
+
+def test_killed_run_keeps_whole_rows_only(db_url: str) -> None:
+    writer = spawn_writer(db_url, "doomed", -1)
+    assert writer.stdout is not None
+    assert writer.stdout.readline() == "started\n"
+    committed = 0
+    while committed < 20:
+        committed = int(writer.stdout.readline())
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=10)
+    with ResultsDB(db_url) as db:
+        rows = db.rows()
+        assert db.run_finished_at(rows[0].run.run_id) is None
+        db.start_run(RunRecord(host=host(), daemon_build="next"))  # the database still takes writes
+    assert len(rows) >= committed
+    for i, r in enumerate(rows):
+        t = r.test
+        assert (t.nodeid, t.proofs_ok, t.rss_peak_bytes) == (f"test_prove[{i}]", i, i)
+        assert (t.p50_s, t.max_s, t.cold_start) == (float(i), float(i), {"ready": float(i)})
