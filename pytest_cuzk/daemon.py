@@ -1,0 +1,304 @@
+"""Daemon lifecycle: choose a mode, spawn or attach, wait until it answers, stop it for good.
+
+A spawned daemon gets its own config (copied from the user's base TOML and
+overridden), a private unix socket (or a free loopback port), its own session
+and process group, and a log file. Stopping is SIGTERM to the whole group, then
+SIGKILL after a grace period: cuzk ignores a second SIGINT, so SIGINT is never
+relied on. A daemon that exits while we wait fails at once with its exit code or
+signal and the tail of its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from .client import ProvingClient
+from .errors import CuzkError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "EXIT_TIMEOUT",
+    "DaemonExited",
+    "DaemonProcess",
+    "ModeChoice",
+    "choose_mode",
+    "daemon_config",
+    "describe_exit",
+    "oom_kill_count",
+]
+
+EXIT_TIMEOUT = 10.0
+_UNIX_PATH_MAX = 100
+_PR_SET_PDEATHSIG = 1
+
+
+class DaemonExited(CuzkError):
+    """The spawned daemon is gone; the message says how it ended and what it logged last."""
+
+
+@dataclass(frozen=True)
+class ModeChoice:
+    """How the daemon under test is provided, and why that mode was chosen."""
+
+    mode: str  # attach | spawn | ref
+    reason: str
+    addresses: tuple[str, ...] = ()
+    binary: Path | None = None
+
+
+def _answers(address: str, timeout_s: float) -> bool:
+    try:
+        with ProvingClient(address) as client:
+            client.wait_ready(timeout_s)
+        return True
+    except CuzkError:
+        return False
+
+
+def find_binary(explicit: Path | None) -> Path | None:
+    """The cuzk binary to spawn: the explicit one, else ``cuzk-daemon`` or ``cuzk`` on PATH."""
+    if explicit:
+        return explicit
+    for name in ("cuzk-daemon", "cuzk"):
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    return None
+
+
+def choose_mode(mode: str, addr: str, attach: tuple[str, ...], binary: Path | None) -> ModeChoice:
+    """Resolve ``--cuzk-daemon`` to attach / spawn / ref with a reason for the pytest header."""
+    if attach:
+        return ModeChoice("attach", "addresses given with --cuzk-daemon", attach)
+    if mode == "ref":
+        return ModeChoice("ref", "--cuzk-daemon=ref")
+    if mode == "spawn":
+        found = find_binary(binary)
+        if not found:
+            raise CuzkError(
+                "--cuzk-daemon=spawn needs a cuzk binary: pass --cuzk-binary PATH or put cuzk-daemon on PATH"
+            )
+        return ModeChoice("spawn", "--cuzk-daemon=spawn", binary=found)
+    if _answers(addr, 1.5):
+        return ModeChoice("attach", f"a daemon answers at {addr}", (addr,))
+    found = find_binary(binary)
+    if found:
+        return ModeChoice("spawn", f"no daemon at {addr}; found binary {found}", binary=found)
+    return ModeChoice("ref", f"no daemon at {addr} and no cuzk binary: using the reference engine")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def listen_address(workdir: Path) -> str:
+    """A private unix socket in ``workdir``, or a free loopback port when the path is too long."""
+    sock = workdir / "cuzk.sock"
+    if len(str(sock)) <= _UNIX_PATH_MAX:
+        return f"unix://{sock}"
+    return f"127.0.0.1:{_free_port()}"
+
+
+def daemon_config(base: Path | None, overrides: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The user's base TOML with the plugin's sections merged over it.
+
+    The status HTTP server is switched off: a spawned daemon listens only on what
+    the plugin chose (loopback or a private socket), never on 0.0.0.0.
+    """
+    config: dict[str, Any] = {}
+    if base:
+        try:
+            config = tomllib.loads(base.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise CuzkError(f"cannot read --cuzk-config {base}: {exc}") from exc
+    for section, values in overrides.items():
+        config.setdefault(section, {}).update(values)
+    config.setdefault("daemon", {})["status_listen"] = ""
+    return config
+
+
+def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child
+    """Have the kernel kill the daemon if pytest dies without tearing down (os._exit, SIGKILL)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def oom_kill_count() -> int | None:
+    """The kernel's OOM-kill count, from the cgroup or /proc/vmstat, when readable."""
+    for path, key in (("/sys/fs/cgroup/memory.events", "oom_kill"), ("/proc/vmstat", "oom_kill")):
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(path).read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+    return None
+
+
+def describe_exit(returncode: int, oom_before: int | None = None, rss_peak: int | None = None) -> str:
+    """``exited with code 1`` or ``killed by SIGKILL (likely killed by the OOM killer ...)``."""
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    sig = -returncode
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    text = f"killed by {name}"
+    if sig == signal.SIGKILL:
+        facts = []
+        if rss_peak:
+            facts.append(f"RSS peak {rss_peak / 2**30:.2f} GiB")
+        with contextlib.suppress(ImportError):
+            import psutil
+
+            facts.append(f"available memory {psutil.virtual_memory().available / 2**30:.2f} GiB")
+        now = oom_kill_count()
+        if now is not None:
+            facts.append(f"oom_kill count {now}" + (f" (was {oom_before})" if oom_before is not None else ""))
+        text += " (likely killed by the OOM killer" + (f": {', '.join(facts)}" if facts else "") + ")"
+    return text
+
+
+@dataclass
+class DaemonProcess:
+    """One spawned daemon process: its argv, config, socket, log and lifetime."""
+
+    argv_head: list[str]
+    workdir: Path
+    config: dict[str, Any]
+    mode: str
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    _oom_before: int | None = None
+
+    @property
+    def address(self) -> str:
+        return str(self.config["daemon"]["listen"])
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def config_path(self) -> Path:
+        return self.workdir / "cuzk.toml"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "daemon.log"
+
+    def start(self) -> None:
+        """Write the config (user-only permissions) and start the daemon in its own process group."""
+        self.workdir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            tomli_w.dump(self.config, f)
+        log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        self._oom_before = oom_kill_count()
+        try:
+            self.proc = subprocess.Popen(
+                [*self.argv_head, "-c", str(self.config_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_set_pdeathsig,
+            )
+        except OSError as exc:
+            raise DaemonExited(f"cannot start {self.argv_head[0]}: {exc}") from exc
+        finally:
+            os.close(log_fd)
+        self.started_at = time.monotonic()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_tail(self, lines: int = 40, since: int = 0) -> str:
+        """The last ``lines`` lines of the log (from byte offset ``since``), colour codes removed."""
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(since)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return ""
+        import re
+
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+        return "\n".join(text.splitlines()[-lines:])
+
+    def exit_message(self, rss_peak: int | None = None) -> str:
+        """How the process ended, with the OOM hint and the log tail."""
+        assert self.proc is not None
+        how = describe_exit(self.proc.returncode, self._oom_before, rss_peak)
+        return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}, last lines:\n{self.log_tail()}"
+
+    def wait_answering(self, timeout_s: float) -> float:
+        """Poll GetStatus until it answers; fail at once if the process exits first. Returns seconds."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.05
+        last = ""
+        while True:
+            if not self.alive():
+                raise DaemonExited(f"daemon exited before it answered: {self.exit_message()}")
+            try:
+                with ProvingClient(self.address) as client:
+                    client.status(timeout=min(2.0, max(0.2, deadline - time.monotonic())))
+                return time.monotonic() - self.started_at
+            except CuzkError as exc:
+                last = str(exc)
+            if time.monotonic() >= deadline:
+                raise DaemonExited(
+                    f"daemon at {self.address} did not answer within {timeout_s:.0f}s (last error: {last}); "
+                    f"log {self.log_path}, last lines:\n{self.log_tail()}"
+                )
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+
+    def stop(self, grace_s: float = EXIT_TIMEOUT) -> int | None:
+        """SIGTERM the process group, SIGKILL it after ``grace_s``; idempotent. Returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self._signal_group(signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self._signal_group(signal.SIGKILL)
+                self.proc.wait(EXIT_TIMEOUT)
+        # Children that outlived the leader still belong to the group.
+        self._signal_group(signal.SIGKILL)
+        return self.proc.returncode
+
+    def _signal_group(self, sig: int) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)

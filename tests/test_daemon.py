@@ -1,0 +1,150 @@
+"""Daemon lifecycle against real subprocesses: small throwaway daemons for the odd cases."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import psutil
+import pytest
+
+from pytest_cuzk.daemon import (
+    DaemonExited,
+    DaemonProcess,
+    choose_mode,
+    daemon_config,
+    describe_exit,
+    listen_address,
+)
+from pytest_cuzk.errors import CuzkError
+from pytest_cuzk.proto import pb, pb_grpc
+
+EXITS_AT_ONCE = "import sys; print('bad config: no GPU', flush=True); sys.exit(3)"
+NEVER_ANSWERS = "import time; print('starting', flush=True); time.sleep(600)"
+IGNORES_SIGTERM_WITH_CHILD = """
+import signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+child = subprocess.Popen([sys.executable, "-c", stubborn])
+print("child", child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _throwaway(tmp_path: Path, code: str) -> DaemonProcess:
+    """A 'daemon' that runs ``code``; it accepts the ``-c CONFIG`` the plugin passes and ignores it."""
+    script = tmp_path / "fake_daemon.py"
+    script.write_text("import sys\nsys.argv[1:] = []\n" + code)
+    config = daemon_config(None, {"daemon": {"listen": listen_address(tmp_path)}})
+    return DaemonProcess([sys.executable, str(script)], tmp_path / "work", config, "spawn")
+
+
+def test_a_daemon_that_exits_fails_at_once_with_code_and_log(tmp_path):
+    daemon = _throwaway(tmp_path, EXITS_AT_ONCE)
+    daemon.start()
+    start = time.monotonic()
+    with pytest.raises(DaemonExited) as err:
+        daemon.wait_answering(timeout_s=60)
+    assert time.monotonic() - start < 10, "must not wait for the timeout when the process is gone"
+    assert "exited with code 3" in str(err.value)
+    assert "bad config: no GPU" in str(err.value)
+
+
+def test_a_daemon_that_never_answers_fails_at_the_timeout_naming_the_address(tmp_path):
+    daemon = _throwaway(tmp_path, NEVER_ANSWERS)
+    daemon.start()
+    try:
+        with pytest.raises(DaemonExited) as err:
+            daemon.wait_answering(timeout_s=1.0)
+        assert daemon.address in str(err.value)
+        assert "did not answer within 1s" in str(err.value)
+        assert "starting" in str(err.value)
+    finally:
+        daemon.stop(grace_s=2)
+    assert not daemon.alive()
+
+
+def test_stop_kills_the_whole_group_even_when_sigterm_is_ignored(tmp_path):
+    daemon = _throwaway(tmp_path, IGNORES_SIGTERM_WITH_CHILD)
+    daemon.start()
+    deadline = time.monotonic() + 10
+    while "child" not in daemon.log_tail() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child_pid = int(daemon.log_tail().split()[1])
+    assert psutil.pid_exists(child_pid)
+    code = daemon.stop(grace_s=0.5)
+    assert code == -signal.SIGKILL
+    assert daemon.stop() == code, "stop is idempotent"
+    for _ in range(50):
+        if not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"child {child_pid} of the daemon outlived stop()")
+
+
+def test_config_and_log_are_private_and_listen_only_where_the_plugin_says(tmp_path):
+    base = tmp_path / "base.toml"
+    base.write_text(
+        '[daemon]\nlisten = "0.0.0.0:9820"\nstatus_listen = "0.0.0.0:9821"\n[srs]\nparam_cache = "/p"\n'
+    )
+    config = daemon_config(base, {"daemon": {"listen": "unix:///x.sock"}, "scheduler": {"max_batch_size": 2}})
+    assert config["daemon"] == {"listen": "unix:///x.sock", "status_listen": ""}
+    assert config["srs"]["param_cache"] == "/p", "the user's own keys are kept"
+    assert config["scheduler"]["max_batch_size"] == 2
+    daemon = _throwaway(tmp_path, EXITS_AT_ONCE)
+    daemon.start()
+    daemon.proc.wait(10)
+    for path in (daemon.config_path, daemon.log_path):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+
+
+def test_unreadable_base_config_is_named(tmp_path):
+    bad = tmp_path / "cuzk.toml"
+    bad.write_text("[daemon\n")
+    with pytest.raises(CuzkError, match=r"--cuzk-config .*cuzk\.toml"):
+        daemon_config(bad, {})
+
+
+def test_describe_exit_says_code_signal_and_oom_hint():
+    assert describe_exit(1) == "exited with code 1"
+    assert describe_exit(-signal.SIGTERM) == "killed by SIGTERM"
+    text = describe_exit(-signal.SIGKILL, rss_peak=3 * 2**30)
+    assert "likely killed by the OOM killer" in text
+    assert "RSS peak 3.00 GiB" in text
+    assert "available memory" in text
+
+
+class _Status(pb_grpc.ProvingEngineServicer):
+    def GetStatus(self, request, context):
+        return pb.GetStatusResponse(uptime_seconds=5)
+
+
+def test_choose_mode_attaches_spawns_or_falls_back_to_the_reference_engine(tmp_path):
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_ProvingEngineServicer_to_server(_Status(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        choice = choose_mode("auto", f"127.0.0.1:{port}", (), None)
+        assert (choice.mode, choice.addresses) == ("attach", (f"127.0.0.1:{port}",))
+    finally:
+        server.stop(0)
+    binary = tmp_path / "cuzk-daemon"
+    assert choose_mode("auto", f"127.0.0.1:{port}", (), binary).mode == "spawn"
+    fallback = choose_mode("auto", f"127.0.0.1:{port}", (), None)
+    assert fallback.mode == "ref" and "reference engine" in fallback.reason
+    assert choose_mode("ref", "", (), binary).mode == "ref"
+    assert choose_mode("auto", "", ("a:1", "b:2"), None).addresses == ("a:1", "b:2")
+
+
+def test_spawn_without_a_binary_says_what_to_do(monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(CuzkError, match="--cuzk-binary"):
+        choose_mode("spawn", "127.0.0.1:1", (), None)
