@@ -1,1 +1,327 @@
-"""pytest-cuzk: pytest hooks, options and fixtures (being assembled)."""
+"""pytest-cuzk's hooks and fixtures.
+
+The plugin is inert until a test uses a ``cuzk_*`` fixture: then the session
+resolves the daemon (attach, spawn a cuzk binary, or the reference engine),
+makes the data present and runs the readiness chain. The suite's parametrized
+cases (kind × batch size × concurrency × daemon) come from ``pytest_generate_tests``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .bench import Case, CaseResult, Runner, run_case
+from .client import ProvingClient
+from .daemon import DaemonExited
+from .data import DataUnavailable
+from .errors import CuzkError, DaemonUnavailable
+from .gates import baseline_mapping, check_gates
+from .kinds import KINDS, ProofKindInfo
+from .report import metric_deltas, summary_lines
+from .session import CuzkSession, Target
+from .settings import add_options, resolve_settings
+
+__all__ = ["CUZK_SESSION", "CuzkData", "DaemonInfo"]
+
+CUZK_SESSION = pytest.StashKey[CuzkSession]()
+_CASE_FIXTURES = ("cuzk_case", "cuzk_kind")
+_LOG_OFFSET = pytest.StashKey[tuple[Target, int]]()
+_RESULT = pytest.StashKey[CaseResult]()
+
+
+@dataclass(frozen=True)
+class DaemonInfo:
+    """The daemon a test talks to. ``pid`` is None for an attached daemon."""
+
+    address: str
+    pid: int | None
+    mode: str
+    label: str
+    log_path: Path | None
+    config_path: Path | None
+
+
+class CuzkData:
+    """Test data for users' own tests: the file of a kind and fresh requests built from it."""
+
+    def __init__(self, session: CuzkSession) -> None:
+        self._session = session
+
+    def path(self, kind: str) -> Path:
+        """The data file for ``kind``; skips the test with the reason when it cannot be had."""
+        found = self._session.data(KINDS[kind].name)
+        if isinstance(found, DataUnavailable):
+            pytest.skip(str(found))
+        return found
+
+    def request(self, kind: str, request_id: str | None = None) -> Any:
+        """A ``SubmitProofRequest`` for one proof of ``kind`` with a unique request id."""
+        self.path(kind)
+        return self._session.request(KINDS[kind], request_id)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cuzk_gpu: needs an NVIDIA GPU with NVML; skipped without one")
+    session = CuzkSession(resolve_settings(config), os.environ.get("PYTEST_XDIST_WORKER", "master"))
+    config.stash[CUZK_SESSION] = session
+    if len(session.settings.attach) > 1 and getattr(config.option, "dist", "no") == "load":
+        # Many daemons under xdist: each worker takes one daemon's tests, so hosts prove in parallel.
+        config.option.dist = "loadgroup"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(CUZK_SESSION, None)
+    if session is not None:
+        session.close()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    session = config.stash[CUZK_SESSION]
+    s = session.settings
+    try:
+        choice = session.resolve_mode()
+        lines = [f"cuzk: daemon mode {choice.mode} ({choice.reason})"]
+    except CuzkError as exc:
+        lines = [f"cuzk: no daemon: {exc}"]
+    lines.append(
+        f"cuzk: batch sizes {','.join(map(str, s.batch_sizes))}, concurrency "
+        f"{','.join(map(str, s.concurrency))}, {s.proofs} proofs per case, "
+        f"sampling every {s.sample_interval}s"
+    )
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
+        lines.append("cuzk: pytest-benchmark disables itself under xdist; pytest-cuzk's own figures are kept")
+    return lines
+
+
+def _cases(session: CuzkSession, per_kind: bool) -> list[Any]:
+    choice = session.resolve_mode()
+    attached = choice.mode == "attach"
+    show_label = len(session.labels) > 1 or bool(session.settings.labels)
+    s = session.settings
+    params = []
+    for label in session.labels:
+        for kind in KINDS.values():
+            combos = [(1, 1)] if per_kind else [(b, j) for b in s.batch_sizes for j in s.concurrency]
+            for b, j in combos:
+                if b > 1 and not kind.batchable:
+                    continue
+                case = Case(label, kind, b, j, attached=attached and not per_kind, show_label=show_label)
+                case_id = case.id if not per_kind else "-".join(([label] if show_label else []) + [kind.name])
+                marks = [pytest.mark.xdist_group(label)] if len(session.labels) > 1 else []
+                params.append(pytest.param(case, id=case_id, marks=marks))
+    return params
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    for name in _CASE_FIXTURES:
+        if name in metafunc.fixturenames:
+            session = metafunc.config.stash[CUZK_SESSION]
+            metafunc.parametrize(name, _cases(session, per_kind=name == "cuzk_kind"))
+
+
+def _item_case(item: pytest.Item) -> Case | None:
+    callspec = getattr(item, "callspec", None)
+    for name in _CASE_FIXTURES:
+        if callspec is not None and name in callspec.params:
+            return callspec.params[name]
+    return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group cuzk tests by daemon and batch size so a spawned daemon restarts once per configuration."""
+    slots = [i for i, item in enumerate(items) if _item_case(item) is not None]
+    ordered = sorted(
+        (items[i] for i in slots), key=lambda it: (_item_case(it).label, _item_case(it).batch_size)
+    )  # type: ignore[union-attr]
+    for i, item in zip(slots, ordered, strict=True):
+        items[i] = item
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Only the kinds the run selected (``-k porep``) get SRS preload and warm-up."""
+    cases = [c for c in (_item_case(i) for i in session.items) if c is not None]
+    if cases:
+        session.config.stash[CUZK_SESSION].selected_kinds = {c.kind.name for c in cases}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """Attach the daemon's log lines written during a failing test to its report."""
+    report = yield
+    seen = item.stash.get(_LOG_OFFSET, None)
+    if report.failed and seen is not None:
+        target, offset = seen
+        if target.process is not None:
+            report.sections.append(("cuzk daemon log", target.process.log_tail(60, since=offset)))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    session = config.stash.get(CUZK_SESSION, None)
+    if session is None or not (session.results or any(t.cold for t in session.targets.values())):
+        return
+    for target in session.targets.values():
+        before = session.metrics_start.get(target.label)
+        if before is not None and target.address:
+            with contextlib.suppress(CuzkError), ProvingClient(target.address) as client:
+                session.metric_changes[target.label] = metric_deltas(before, _metric_values(client))
+    terminalreporter.write_sep("=", "cuzk proving summary")
+    for line in summary_lines(session.results, session):
+        terminalreporter.write_line(line)
+
+
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
+    """GPUs, driver, CUDA, host RAM/CPU and the daemon build, so compared runs say which build is which."""
+    from .hostinfo import host_info
+
+    session = config.stash[CUZK_SESSION]
+    machine_info["cuzk"] = {"host": host_info().as_dict(), "daemon": session.engine_identity()}
+
+
+# --- fixtures ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def cuzk_session(pytestconfig: pytest.Config) -> CuzkSession:
+    """The run's pytest-cuzk session: settings, daemons, data."""
+    return pytestconfig.stash[CUZK_SESSION]
+
+
+@pytest.fixture(scope="session")
+def cuzk_data(cuzk_session: CuzkSession) -> CuzkData:
+    """Test data for the daemon under test (downloaded or generated on first use)."""
+    return CuzkData(cuzk_session)
+
+
+def _metric_values(client: ProvingClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {key: sample.value for key, sample in client.metric_samples().by_key.items()}
+
+
+def _started(session: CuzkSession, label: str | None = None, batch_size: int = 1) -> Target:
+    try:
+        target = session.started(label, batch_size)
+    except DaemonExited as exc:
+        if session.resolve_mode().mode == "attach":
+            pytest.skip(str(exc))
+        raise
+    if target.label not in session.metrics_start:
+        with ProvingClient(target.address) as client:
+            session.metrics_start[target.label] = _metric_values(client)
+    return target
+
+
+@pytest.fixture
+def cuzk_daemon(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> DaemonInfo:
+    """The daemon under test (started, or attached to), answering GetStatus."""
+    target = _started(cuzk_session)
+    request.node.stash[_LOG_OFFSET] = (target, target.process.log_size() if target.process else 0)
+    proc = target.process
+    return DaemonInfo(
+        target.address,
+        target.pid,
+        target.mode,
+        target.label,
+        proc.log_path if proc else None,
+        proc.config_path if proc else None,
+    )
+
+
+@pytest.fixture
+def cuzk_client(cuzk_daemon: DaemonInfo) -> Generator[ProvingClient, None, None]:
+    """A gRPC client connected to the daemon under test."""
+    with ProvingClient(cuzk_daemon.address) as client:
+        yield client
+
+
+@pytest.fixture
+def cuzk_ready(cuzk_session: CuzkSession, cuzk_daemon: DaemonInfo) -> Target:
+    """The daemon after the readiness chain: SRS loaded and warmed up for the selected kinds."""
+    return cuzk_session.ready(cuzk_daemon.label)
+
+
+def _verifier(session: CuzkSession, kind: ProofKindInfo) -> Callable[[Any, bytes], bool] | None:
+    """Full pairing verification, available for reference-engine proofs."""
+    if session.resolve_mode().mode != "ref" or session.param_cache is None:
+        return None
+    from .refengine.verify import verify_proof
+
+    cache = session.param_cache
+    return lambda req, proof: verify_proof(cache, kind, req, proof)
+
+
+@pytest.fixture
+def cuzk_target(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> Target:
+    """The ready daemon for this test's case (restarted for its batch size when spawned)."""
+    case: Case = request.node.callspec.params.get("cuzk_case") or request.node.callspec.params["cuzk_kind"]
+    found = cuzk_session.data(case.kind.name)
+    if isinstance(found, DataUnavailable):
+        pytest.skip(str(found))
+    _started(cuzk_session, case.label, case.batch_size)
+    target = cuzk_session.ready(case.label, case.batch_size, [case.kind.name])
+    request.node.stash[_LOG_OFFSET] = (target, target.process.log_size() if target.process else 0)
+    return target
+
+
+@pytest.fixture
+def cuzk_run(
+    cuzk_session: CuzkSession, cuzk_target: Target, request: pytest.FixtureRequest
+) -> Callable[[Case], CaseResult]:
+    """Run a suite case against its daemon: proofs in waves, memory sampled, gates applied."""
+    from .memory import DaemonSampler
+
+    benchmark = (
+        request.getfixturevalue("benchmark") if request.config.pluginmanager.hasplugin("benchmark") else None
+    )
+    s = cuzk_session.settings
+
+    def run(case: Case) -> CaseResult:
+        target = cuzk_target
+        with ProvingClient(target.address) as client:
+            runner = Runner(
+                client=client,
+                make_request=lambda: cuzk_session.request(case.kind),
+                proof_timeout_s=s.proof_timeout,
+                alive=target.alive,
+                death_message=lambda: target.process.exit_message() if target.process else "",
+                verify=_verifier(cuzk_session, case.kind),
+            )
+            sampler = DaemonSampler(target.pid, s.sample_interval) if target.pid else None
+            if sampler:
+                sampler.start()
+            try:
+                result = run_case(case, runner, s.proofs, benchmark)
+            except DaemonUnavailable as exc:
+                if target.mode == "attach":
+                    target.crashed = str(exc)
+                raise
+            finally:
+                memory = sampler.stop() if sampler else None
+        result.memory = memory
+        request.node.stash[_RESULT] = result
+        cuzk_session.results.append((request.node.name, result))
+        if benchmark is not None:
+            benchmark.extra_info.update(result.extra_info())
+        if s.plots and memory is not None:
+            from .plots import plot_memory
+
+            s.plots.mkdir(parents=True, exist_ok=True)
+            plot_memory(memory, s.plots / f"{request.node.name}.png", request.node.nodeid)
+        baseline = baseline_mapping(s, getattr(request.config, "_benchmarksession", None))
+        fullname = getattr(benchmark, "fullname", request.node.nodeid)
+        failures = check_gates(result, s, baseline.get(fullname))
+        if failures:
+            pytest.fail(f"{request.node.name}: " + "; ".join(failures), pytrace=False)
+        return result
+
+    return run

@@ -1,0 +1,221 @@
+"""Run one suite case: proofs in waves, every proof checked, figures into pytest-benchmark.
+
+A case is (daemon, kind, batch size b, concurrency j). It keeps ``b × j`` proofs
+in flight — so batches really form — in waves of that size until ``--cuzk-proofs``
+proofs (at least one wave) are done. Each wave is one pytest-benchmark pedantic
+round; per-proof latencies, the daemon's own phase timings, throughput and the
+memory sampler's peaks go into ``benchmark.extra_info``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import statistics
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from .client import ProofResult, ProvingClient
+from .daemon import DaemonExited
+from .errors import CuzkError, ProofTimeout
+from .kinds import ProofKindInfo
+from .proofcheck import check_proof
+from .proto import pb
+
+__all__ = ["Case", "CaseResult", "ProofRecord", "percentile", "run_case"]
+
+_DEATH_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Case:
+    """One parametrized suite case."""
+
+    label: str
+    kind: ProofKindInfo
+    batch_size: int
+    concurrency: int
+    attached: bool = False
+    show_label: bool = False
+
+    @property
+    def id(self) -> str:
+        parts = [self.label] if self.show_label else []
+        parts += [self.kind.name, f"batch{self.batch_size}", f"j{self.concurrency}"]
+        if self.attached:
+            parts.append("attached")
+        return "-".join(parts)
+
+    @property
+    def in_flight(self) -> int:
+        return self.batch_size * self.concurrency
+
+
+@dataclass
+class ProofRecord:
+    """One proof as the client saw it and as the daemon timed it."""
+
+    job_id: str
+    ok: bool
+    wall_s: float
+    error: str = ""
+    queue_wait_ms: int = 0
+    synthesis_ms: int = 0
+    gpu_compute_ms: int = 0
+    total_ms: int = 0
+    proof_len: int = 0
+
+
+@dataclass
+class CaseResult:
+    """All proofs of a case with the statistics the report and gates use."""
+
+    case: Case
+    proofs: list[ProofRecord] = field(default_factory=list)
+    wall_s: float = 0.0
+    memory: Any = None
+
+    @property
+    def ok(self) -> list[ProofRecord]:
+        return [p for p in self.proofs if p.ok]
+
+    @property
+    def failed(self) -> list[ProofRecord]:
+        return [p for p in self.proofs if not p.ok]
+
+    def latency(self, q: float) -> float | None:
+        return percentile([p.wall_s for p in self.ok], q)
+
+    @property
+    def proofs_per_hour(self) -> float:
+        return len(self.ok) / self.wall_s * 3600 if self.wall_s > 0 else 0.0
+
+    def extra_info(self) -> dict[str, Any]:
+        """Everything pytest-benchmark's stats do not hold, with units in the key names."""
+        ok = self.ok
+        info: dict[str, Any] = {
+            "kind": self.case.kind.name,
+            "batch_size": self.case.batch_size,
+            "concurrency": self.case.concurrency,
+            "daemon_label": self.case.label,
+            "proofs_ok": len(ok),
+            "proofs_failed": len(self.failed),
+            "wall_s": round(self.wall_s, 4),
+            "throughput_proofs_per_hour": round(self.proofs_per_hour, 3),
+            "latency_p50_s": _round(self.latency(50)),
+            "latency_p90_s": _round(self.latency(90)),
+            "latency_max_s": _round(max((p.wall_s for p in ok), default=None)),
+            "failures": [f"{p.job_id}: {p.error}" for p in self.failed][:20],
+        }
+        for name in ("queue_wait_ms", "synthesis_ms", "gpu_compute_ms", "total_ms"):
+            info[f"{name.removesuffix('_ms')}_mean_ms"] = (
+                round(statistics.fmean(getattr(p, name) for p in ok), 1) if ok else None
+            )
+        if self.memory is not None:
+            info.update(self.memory.as_extra_info())
+        return info
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear-interpolated percentile (``q`` in 0..100); None when there are no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+@dataclass
+class Runner:
+    """What ``run_case`` needs from the session, passed in as callables."""
+
+    client: ProvingClient
+    make_request: Callable[[], pb.SubmitProofRequest]
+    proof_timeout_s: float
+    alive: Callable[[], bool]
+    death_message: Callable[[], str]
+    verify: Callable[[pb.SubmitProofRequest, bytes], bool] | None = None
+
+
+def _one_proof(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, t0: float) -> ProofRecord:
+    """Await one submitted proof; cancel it on timeout; check (and verify) what comes back."""
+    job = req.request_id
+    try:
+        res: ProofResult = runner.client.await_proof(job, timeout_s=runner.proof_timeout_s)
+    except ProofTimeout as exc:
+        with contextlib.suppress(CuzkError):
+            runner.client.cancel(job)
+        elapsed = time.monotonic() - t0
+        return ProofRecord(
+            job, False, elapsed, f"{kind.name} proof {job} timed out after {elapsed:.1f}s ({exc})"
+        )
+    wall = time.monotonic() - t0
+    if res.status != pb.AwaitProofResponse.COMPLETED:
+        status = pb.AwaitProofResponse.Status.Name(res.status)
+        return ProofRecord(job, False, wall, f"{status}: {res.error_message}")
+    rec = ProofRecord(
+        job,
+        True,
+        wall,
+        "",
+        res.queue_wait_ms,
+        res.synthesis_ms,
+        res.gpu_compute_ms,
+        res.total_ms,
+        len(res.proof),
+    )
+    try:
+        check_proof(res.proof, kind)
+    except CuzkError as exc:
+        rec.ok, rec.error = False, f"invalid proof structure: {exc}"
+        return rec
+    if runner.verify is not None and not runner.verify(req, res.proof):
+        rec.ok, rec.error = False, "proof does not verify against the reference verifying key"
+    return rec
+
+
+def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord]:
+    """Submit ``size`` proofs at once and wait for all; fail within a poll interval of the daemon's death."""
+    requests = [runner.make_request() for _ in range(size)]
+    records: list[ProofRecord] = []
+    with ThreadPoolExecutor(max_workers=size, thread_name_prefix="cuzk-await") as pool:
+        futures: list[Future[ProofRecord]] = []
+        for req in requests:
+            t0 = time.monotonic()
+            runner.client.submit(req)
+            futures.append(pool.submit(_one_proof, runner, kind, req, t0))
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=_DEATH_POLL_S, return_when=FIRST_COMPLETED)
+            if not runner.alive():
+                for f in pending:
+                    f.cancel()
+                raise DaemonExited(f"daemon died during a {kind.name} proof: {runner.death_message()}")
+        records = [f.result() for f in futures]
+    return records
+
+
+def run_case(case: Case, runner: Runner, proofs: int, benchmark: Any | None) -> CaseResult:
+    """Run the case's waves (through ``benchmark.pedantic`` when given) and return every record."""
+    result = CaseResult(case)
+    waves = max(1, math.ceil(proofs / case.in_flight))
+    start = time.monotonic()
+
+    def wave() -> None:
+        result.proofs.extend(run_wave(runner, case.kind, case.in_flight))
+
+    if benchmark is not None:
+        benchmark.pedantic(wave, rounds=waves, iterations=1, warmup_rounds=0)
+    # A disabled benchmark (e.g. under xdist) runs the target once: run the rest ourselves.
+    while len(result.proofs) < waves * case.in_flight:
+        wave()
+    result.wall_s = time.monotonic() - start
+    return result

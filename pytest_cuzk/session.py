@@ -1,0 +1,361 @@
+"""The run's shared state: which daemons, which data, and the readiness chain for each.
+
+``CuzkSession`` is built once per pytest run. It resolves the daemon mode, makes
+the test data present, and hands out ready daemons: answering, SRS loaded for
+the selected kinds, warmed up with one proof per kind and its PCE file written.
+A spawned daemon is restarted when a test needs another batch size (tests are
+grouped so that this happens once per size) and after it crashed (once per
+crash, reported); an attached daemon is used as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from . import __version__
+from .client import ProvingClient
+from .daemon import DaemonExited, DaemonProcess, ModeChoice, choose_mode, daemon_config, listen_address
+from .data import DataStore, DataUnavailable, load_manifest
+from .errors import CuzkError
+from .inputs import build_request
+from .kinds import KINDS, ProofKindInfo
+from .proto import pb
+from .settings import Settings
+
+__all__ = ["PCE_MAGIC", "ColdStart", "CuzkSession", "Target"]
+
+PCE_MAGIC = b"PCE\x02"
+DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "fixtures" / "manifest.toml"
+# Low-memory warm-up: one job at a time, no batching (the PCE extraction is the memory peak).
+LOWMEM_OVERRIDES = {
+    "scheduler": {"max_batch_size": 1},
+    "pipeline": {"synthesis_concurrency": 1, "max_parallel_synthesis": 1},
+    "gpus": {"gpu_workers_per_device": 1},
+}
+
+
+@dataclass
+class ColdStart:
+    """Seconds each readiness stage took for one daemon configuration."""
+
+    label: str
+    batch_size: int | None
+    start_s: float = 0.0
+    srs_load_s: dict[str, float] = field(default_factory=dict)
+    warmup_s: dict[str, float] = field(default_factory=dict)
+    pce_s: dict[str, float] = field(default_factory=dict)
+    lowmem_warmup: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "start_s": round(self.start_s, 3),
+            "srs_load_s": {k: round(v, 3) for k, v in self.srs_load_s.items()},
+            "warmup_s": {k: round(v, 3) for k, v in self.warmup_s.items()},
+            "pce_s": {k: round(v, 3) for k, v in self.pce_s.items()},
+            "lowmem_warmup": self.lowmem_warmup,
+        }
+
+
+@dataclass
+class Target:
+    """One daemon under test: attached at an address, or spawned (and respawned) by the plugin."""
+
+    label: str
+    address: str
+    mode: str
+    process: DaemonProcess | None = None
+    batch_size: int | None = None
+    ready_kinds: set[str] = field(default_factory=set)
+    cold: list[ColdStart] = field(default_factory=list)
+    restarts: list[str] = field(default_factory=list)
+    crashed: str | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def alive(self) -> bool:
+        return self.process.alive() if self.process else True
+
+
+def _pce_complete(path: Path) -> bool:
+    """The PCE file is in place (final name), its header magic is right and its size is stable."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            magic = f.read(4)
+        time.sleep(0.05)
+        return magic == PCE_MAGIC and size >= 32 and path.stat().st_size == size
+    except OSError:
+        return False
+
+
+class CuzkSession:
+    """Daemons, data and readiness for one pytest run (one per xdist worker)."""
+
+    def __init__(self, settings: Settings, worker: str = "master") -> None:
+        self.settings = settings
+        self.worker = worker
+        self.choice: ModeChoice | None = None
+        self.selected_kinds: set[str] = set(KINDS)
+        self.targets: dict[str, Target] = {}
+        self.tmpdir = Path(tempfile.mkdtemp(prefix="cuzk-"))
+        self._manifest: Any = None
+        self._data: dict[str, Path | DataUnavailable] = {}
+        self.data_notes: list[str] = []
+        self.results: list[Any] = []
+        self.metrics_start: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = {}
+        self.metric_changes: dict[str, list[str]] = {}
+
+    # --- mode and targets -------------------------------------------------------------------------
+    def resolve_mode(self) -> ModeChoice:
+        """Decide attach / spawn / ref once, and create the targets."""
+        if self.choice is None:
+            s = self.settings
+            self.choice = choose_mode(s.daemon, s.addr, s.attach, s.binary)
+            if self.choice.mode == "attach":
+                for addr in self.choice.addresses:
+                    label = s.labels.get(addr) or _label_from(addr)
+                    self.targets[label] = Target(label, addr, "attach")
+            else:
+                self.targets["local"] = Target("local", "", self.choice.mode)
+        return self.choice
+
+    @property
+    def labels(self) -> list[str]:
+        self.resolve_mode()
+        return list(self.targets)
+
+    @property
+    def param_cache(self) -> Path | None:
+        """Where the daemon keeps params and PCE files, when the plugin knows it."""
+        s = self.settings
+        if s.param_cache:
+            return s.param_cache
+        if self.resolve_mode().mode == "ref":
+            return s.data_dir / f"ref-params-{s.preset}"
+        return None
+
+    def engine_identity(self) -> str:
+        """Which build is under test, for machine info and the results database."""
+        choice = self.resolve_mode()
+        if choice.mode == "ref":
+            return f"cuzk-ref {__version__} preset={self.settings.preset}"
+        if choice.mode == "spawn" and choice.binary:
+            from .hostinfo import daemon_identity
+
+            return str(daemon_identity(choice.binary))
+        return "attached: " + ",".join(choice.addresses)
+
+    # --- data -------------------------------------------------------------------------------------
+    def manifest_path(self) -> Path:
+        s = self.settings
+        if s.manifest:
+            return s.manifest
+        if self.resolve_mode().mode == "ref":
+            return self._ref_data()
+        return DEFAULT_MANIFEST
+
+    def _ref_data(self) -> Path:
+        """Generated reference-engine data, made once per cache dir (locked across xdist workers)."""
+        from .refengine import gendata
+
+        out = self.settings.data_dir / f"ref-data-{self.settings.preset}"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(out) + ".lock"):
+            manifest = out / "manifest.toml"
+            if not manifest.exists():
+                gendata.generate(out, preset=self.settings.preset, seed=0)
+        return manifest
+
+    def data(self, kind: str) -> Path | DataUnavailable:
+        """The data file for ``kind`` (a user's --cuzk-input first), or why it cannot be had."""
+        if kind in self.settings.inputs:
+            path = self.settings.inputs[kind]
+            if path.is_file():
+                return path
+            return DataUnavailable(
+                kind,
+                str(path),
+                path,
+                f"--cuzk-input {kind}=",
+                "file not found",
+                "fix the path in --cuzk-input",
+            )
+        if kind not in self._data:
+            store = DataStore(self.settings.data_dir, offline=self.settings.offline)
+            self._data.update(store.ensure_all(self.manifest(), [kind]))
+            self.data_notes += store.notes
+        return self._data[kind]
+
+    def manifest(self) -> Any:
+        if self._manifest is None:
+            self._manifest = load_manifest(self.manifest_path())
+        return self._manifest
+
+    def request(self, kind: ProofKindInfo, request_id: str | None = None) -> pb.SubmitProofRequest:
+        """A fresh request for one proof of ``kind`` with a unique id (cuzk caches results by id)."""
+        path = self.data(kind.name)
+        if isinstance(path, DataUnavailable):
+            raise path
+        entry = self.manifest().entries.get(kind.name)
+        fields = dict(entry.request) if entry else {}
+        rid = request_id or f"pytest-cuzk-{kind.name}-{uuid.uuid4()}"
+        return build_request(
+            kind, path, fields, request_id=rid, where=f"{self.manifest_path()} [kinds.{kind.name}]"
+        )
+
+    # --- daemons ----------------------------------------------------------------------------------
+    def _spawn(self, target: Target, batch_size: int, lowmem: bool) -> DaemonProcess:
+        choice = self.resolve_mode()
+        workdir = (
+            self.tmpdir / f"{target.label}-b{batch_size}{'-lowmem' if lowmem else ''}-{len(target.cold)}"
+        )
+        workdir.mkdir(parents=True, mode=0o700)
+        overrides: dict[str, dict[str, Any]] = {
+            "daemon": {"listen": listen_address(workdir)},
+            "scheduler": {"max_batch_size": batch_size},
+        }
+        if self.param_cache:
+            overrides["srs"] = {"param_cache": str(self.param_cache)}
+        if choice.mode == "ref":
+            argv = [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
+            overrides["ref"] = {"preset": self.settings.preset}
+            overrides["scheduler"]["max_batch_wait_ms"] = 2000
+        else:
+            assert choice.binary is not None
+            argv = [str(choice.binary)]
+        if lowmem:
+            for section, values in LOWMEM_OVERRIDES.items():
+                overrides.setdefault(section, {}).update(values)
+        config = daemon_config(self.settings.config, overrides)
+        return DaemonProcess(argv, workdir, config, choice.mode)
+
+    def _needs_lowmem(self, kinds: list[ProofKindInfo]) -> bool:
+        mode = self.settings.lowmem_warmup
+        if mode == "off" or self.settings.skip_warmup or not self.param_cache:
+            return False
+        missing = [k for k in kinds if not (self.param_cache / k.pce_file).exists()]
+        return bool(missing) and (mode == "on" or self.resolve_mode().mode == "spawn")
+
+    def target(self, label: str | None = None) -> Target:
+        self.resolve_mode()
+        return self.targets[label or next(iter(self.targets))]
+
+    def started(self, label: str | None = None, batch_size: int = 1) -> Target:
+        """A daemon that answers, configured for ``batch_size`` when the plugin spawns it."""
+        target = self.target(label)
+        if target.mode == "attach":
+            if target.crashed:
+                raise DaemonExited(f"attached daemon {target.address} is gone: {target.crashed}")
+            return target
+        if target.process and not target.process.alive():
+            target.restarts.append(f"restarted after crash: {target.process.exit_message()}")
+            target.process = None
+        if target.process is None or target.batch_size != batch_size:
+            self._restart(target, batch_size, self.wanted_kinds())
+        return target
+
+    def wanted_kinds(self, kinds: list[str] | None = None) -> list[ProofKindInfo]:
+        """The selected kinds (or ``kinds``) whose data can be had."""
+        wanted = [KINDS[k] for k in (kinds or sorted(self.selected_kinds))]
+        return [k for k in wanted if not isinstance(self.data(k.name), DataUnavailable)]
+
+    def ready(self, label: str | None = None, batch_size: int = 1, kinds: list[str] | None = None) -> Target:
+        """A daemon that answers, has the SRS of ``kinds`` loaded and is warmed up for them."""
+        target = self.started(label, batch_size)
+        cold = target.cold[-1] if target.cold else ColdStart(target.label, None)
+        if not target.cold:
+            target.cold.append(cold)
+        self._prepare(target, self.wanted_kinds(kinds), cold)
+        return target
+
+    def _restart(self, target: Target, batch_size: int, kinds: list[ProofKindInfo]) -> None:
+        if target.process:
+            target.process.stop()
+        cold = ColdStart(target.label, batch_size)
+        target.ready_kinds = set()
+        if self._needs_lowmem(kinds):
+            cold.lowmem_warmup = True
+            self._start(target, self._spawn(target, batch_size, lowmem=True), cold)
+            self._prepare(target, kinds, cold)
+            target.process.stop()  # type: ignore[union-attr]
+            target.ready_kinds = set()
+            cold.notes.append("warmed up with a low-memory config, then restarted with the full one")
+        self._start(target, self._spawn(target, batch_size, lowmem=False), cold)
+        target.batch_size = batch_size
+        target.cold.append(cold)
+        self._prepare(target, kinds, cold)
+
+    def _start(self, target: Target, process: DaemonProcess, cold: ColdStart) -> None:
+        target.process = process
+        process.start()
+        cold.start_s += process.wait_answering(self.settings.start_timeout)
+        target.address = process.address
+
+    def _prepare(self, target: Target, kinds: list[ProofKindInfo], cold: ColdStart) -> None:
+        """Preload SRS, then warm up each kind not yet ready on this daemon and wait for its PCE."""
+        todo = [k for k in kinds if k.name not in target.ready_kinds]
+        if not todo:
+            return
+        with ProvingClient(target.address) as client:
+            if target.mode == "attach":
+                client.wait_ready(self.settings.start_timeout)
+            for kind in todo:
+                t0 = time.monotonic()
+                client.preload_srs(kind.circuit_id, timeout_s=self.settings.ready_timeout)
+                cold.srs_load_s[kind.name] = time.monotonic() - t0
+            for kind in todo:
+                if not self.settings.skip_warmup:
+                    self._warm_up(client, target, kind, cold)
+                target.ready_kinds.add(kind.name)
+
+    def _warm_up(self, client: ProvingClient, target: Target, kind: ProofKindInfo, cold: ColdStart) -> None:
+        t0 = time.monotonic()
+        result = client.prove(self.request(kind), timeout_s=self.settings.warmup_timeout)
+        cold.warmup_s[kind.name] = time.monotonic() - t0
+        if result.status != pb.AwaitProofResponse.COMPLETED:
+            raise CuzkError(f"warm-up {kind.name} proof on {target.address} failed: {result.error_message}")
+        if self.param_cache is None:
+            cold.notes.append(
+                f"{kind.name}: PCE file not checked (param cache unknown: pass --cuzk-param-cache)"
+            )
+            return
+        pce = self.param_cache / kind.pce_file
+        t1 = time.monotonic()
+        deadline = t1 + self.settings.warmup_timeout
+        while not _pce_complete(pce):
+            if target.process and not target.process.alive():
+                raise DaemonExited(f"daemon died while writing {pce}: {target.process.exit_message()}")
+            if time.monotonic() > deadline:
+                raise CuzkError(
+                    f"PCE file {pce} did not appear within {self.settings.warmup_timeout:.0f}s after the "
+                    f"{kind.name} warm-up proof"
+                )
+            time.sleep(0.2)
+        cold.pce_s[kind.name] = time.monotonic() - t1
+
+    def close(self) -> None:
+        """Stop every spawned daemon and remove the session's temp dir."""
+        for target in self.targets.values():
+            if target.process:
+                target.process.stop()
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.tmpdir)
+
+
+def _label_from(address: str) -> str:
+    """A short host label from an address: ``10.0.0.5:9820`` -> ``10.0.0.5-9820``."""
+    text = address.split("://", 1)[-1].strip("/")
+    return text.replace("[", "").replace("]", "").replace(":", "-").replace("/", "_")

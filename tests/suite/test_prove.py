@@ -1,0 +1,13 @@
+"""Prove every kind at every batch size and concurrency; check, verify, time and measure each proof.
+
+Ids read ``porep-batch2-j1``: ``-k porep`` or ``-k batch2`` select as expected.
+"""
+
+from __future__ import annotations
+
+
+def test_prove(cuzk_case, cuzk_run):
+    result = cuzk_run(cuzk_case)
+    assert result.ok, f"no {cuzk_case.kind.name} proof succeeded"
+    assert not result.failed, "failed proofs: " + "; ".join(f"{p.job_id}: {p.error}" for p in result.failed)
+    assert all(p.proof_len == cuzk_case.kind.proof_len for p in result.ok)
