@@ -227,6 +227,20 @@ def test_first_download_pins_sha256_and_later_runs_are_held_to_it(tmp_path, serv
     assert server.count() == 3
 
 
+def test_hand_placed_cache_file_is_pinned_too(tmp_path, store):
+    manifest = write_manifest(tmp_path, '[kinds.winning]\nfile = "winning-vanilla.json"\n')
+    placed = tmp_path / "cache" / "winning-vanilla.json"
+    placed.parent.mkdir()
+    placed.write_bytes(PAYLOAD)
+    assert store.ensure(manifest.entries["winning"], manifest) == placed
+    assert PAYLOAD_SHA in store.notes[0]
+    placed.write_bytes(PAYLOAD[::-1])
+    with pytest.raises(DataUnavailable, match=r"the cached copy has sha256 \w+, but pin file") as info:
+        store.ensure(manifest.entries["winning"], manifest)
+    assert "gen-vanilla winning-post" in info.value.hint
+    assert placed.with_name("winning-vanilla.json.corrupt").read_bytes() == PAYLOAD[::-1]
+
+
 def test_changed_url_drops_the_old_pin_and_fetches_again(tmp_path, server, store):
     old = porep_manifest(tmp_path, server.add("/old.json", b"old data"), sha256=None)
     store.ensure(old.entries["porep"], old)
