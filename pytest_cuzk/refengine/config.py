@@ -1,0 +1,221 @@
+"""The reference engine's configuration: cuzk's TOML sections and keys, plus ``[ref]``.
+
+The reference engine reads the same file a cuzk daemon reads, so one config can drive
+either. Keys cuzk knows but the reference engine has no use for, and unknown keys, are
+ignored like cuzk ignores them. Unlike cuzk, a value of the wrong type or an unparseable
+size is an error that names the file and the key (cuzk silently falls back to 50 GiB).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "DEFAULT_CONFIG_PATH",
+    "FAULTS_ENV",
+    "ConfigError",
+    "Faults",
+    "RefConfig",
+    "load_config",
+    "parse_config",
+    "parse_size",
+]
+
+DEFAULT_CONFIG_PATH = Path("/data/zk/cuzk.toml")
+FAULTS_ENV = "CUZK_REF_FAULTS"
+GIB = 1 << 30
+_SIZE_UNITS = {"GiB": GIB, "MiB": 1 << 20, "GB": 10**9, "MB": 10**6}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(GiB|MiB|GB|MB)?\s*$")
+
+
+class ConfigError(ValueError):
+    """A config value the reference engine cannot use; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Fault injection, all off by default; proof numbers count proofs started, from 1."""
+
+    die_at_proof: int = 0  # SIGKILL the daemon while proving proof N
+    hang_at_proof: int = 0  # proof N never finishes (the engine keeps serving others)
+    corrupt_at_proof: int = 0  # proof N is returned with an invalid partition-0 A point
+    start_delay_s: float = 0.0  # sleep before binding the listen address
+    exit_before_ready: int | None = None  # exit with this code before binding
+    grow_memory_mib_per_s: float = 0.0  # allocate and touch memory until killed
+
+    @property
+    def any(self) -> bool:
+        """Whether any fault is switched on (logged at start so nobody mistakes it for a bug)."""
+        return self != Faults()
+
+
+@dataclass(frozen=True)
+class RefConfig:
+    """Every setting the reference engine uses, with cuzk's defaults."""
+
+    listen: str = "unix:///run/curio/cuzk.sock"
+    status_listen: str = ""
+    param_cache: Path = Path("/data/zk/params")
+    max_batch_size: int = 1
+    max_batch_wait_ms: int = 10000
+    pipeline_enabled: bool = True
+    synthesis_concurrency: int = 1
+    synthesis_threads: int = 0
+    gpu_devices: tuple[int, ...] = ()
+    total_budget: int | None = None  # None = "auto": MemTotal - safety_margin
+    safety_margin: int = 5 * GIB
+    log_level: str = "info"
+    preset: str = "default"
+    seed: int = 0
+    faults: Faults = field(default_factory=Faults)
+    source: str = "<defaults>"
+
+    def with_overrides(self, *, listen: str | None = None, log_level: str | None = None) -> RefConfig:
+        """Apply the command-line flags, which win over the file like cuzk-daemon's."""
+        return replace(self, listen=listen or self.listen, log_level=log_level or self.log_level)
+
+
+# (section, key) -> (RefConfig field, expected type); sizes are handled separately.
+_KEYS: dict[tuple[str, str], tuple[str, type | tuple[type, ...]]] = {
+    ("daemon", "listen"): ("listen", str),
+    ("daemon", "status_listen"): ("status_listen", str),
+    ("srs", "param_cache"): ("param_cache", str),
+    ("scheduler", "max_batch_size"): ("max_batch_size", int),
+    ("scheduler", "max_batch_wait_ms"): ("max_batch_wait_ms", int),
+    ("pipeline", "enabled"): ("pipeline_enabled", bool),
+    ("pipeline", "synthesis_concurrency"): ("synthesis_concurrency", int),
+    ("synthesis", "threads"): ("synthesis_threads", int),
+    ("gpus", "devices"): ("gpu_devices", list),
+    ("logging", "level"): ("log_level", str),
+    ("ref", "preset"): ("preset", str),
+    ("ref", "seed"): ("seed", int),
+}
+
+
+def parse_size(text: str, where: str) -> int:
+    """Parse cuzk's size syntax: a byte count or a number with GiB, MiB, GB or MB."""
+    match = _SIZE_RE.match(text)
+    if not match:
+        raise ConfigError(
+            f"{where}: cannot parse size {text!r}; use bytes or a number with GiB, MiB, GB or MB"
+        )
+    number, unit = match.groups()
+    return int(float(number) * _SIZE_UNITS.get(unit or "", 1))
+
+
+def _typed(value: Any, expected: type | tuple[type, ...], where: str) -> Any:
+    names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
+    is_bool = isinstance(value, bool)
+    if not isinstance(value, expected) or (is_bool and bool not in _as_tuple(expected)):
+        raise ConfigError(f"{where} must be {names}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _as_tuple(expected: type | tuple[type, ...]) -> tuple[type, ...]:
+    return expected if isinstance(expected, tuple) else (expected,)
+
+
+def _section(data: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: [{name}] must be a table, got {type(value).__name__}")
+    return value
+
+
+def _memory(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    section = _section(data, "memory", where)
+    out: dict[str, Any] = {}
+    for key, attr in (("total_budget", "total_budget"), ("safety_margin", "safety_margin")):
+        if key not in section:
+            continue
+        value = _typed(section[key], (str, int), f"{where}: memory.{key}")
+        if key == "total_budget" and value == "auto":
+            out[attr] = None
+        else:
+            out[attr] = value if isinstance(value, int) else parse_size(value, f"{where}: memory.{key}")
+    return out
+
+
+def parse_faults(data: Mapping[str, Any], where: str) -> Faults:
+    """Build :class:`Faults` from a ``[ref.faults]`` table or the env JSON object."""
+    known = {f.name: f for f in fields(Faults)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            raise ConfigError(f"{where}: unknown fault {key!r}; known: {', '.join(known)}")
+        expected: tuple[type, ...] = (int, float) if key.endswith("_s") else (int,)
+        values[key] = _typed(value, expected, f"{where}: {key}")
+    return Faults(**values)
+
+
+def parse_config(data: Mapping[str, Any], where: str, env: Mapping[str, str] | None = None) -> RefConfig:
+    """Turn a parsed TOML document into a :class:`RefConfig`; ``where`` names the file in errors."""
+    values: dict[str, Any] = {"source": where}
+    for (section, key), (attr, expected) in _KEYS.items():
+        table = _section(data, section, where)
+        if key in table:
+            values[attr] = _typed(table[key], expected, f"{where}: {section}.{key}")
+    if "param_cache" in values:
+        values["param_cache"] = Path(values["param_cache"]).expanduser()
+    if "gpu_devices" in values:
+        devices = values["gpu_devices"]
+        for d in devices:
+            _typed(d, int, f"{where}: gpus.devices entry")
+        values["gpu_devices"] = tuple(devices)
+    values.update(_memory(data, where))
+    faults = _section(_section(data, "ref", where), "faults", f"{where}: [ref]")
+    env_faults = (env if env is not None else os.environ).get(FAULTS_ENV, "")
+    if env_faults:
+        try:
+            overrides = json.loads(env_faults)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"env {FAULTS_ENV}: not a JSON object ({exc})") from exc
+        if not isinstance(overrides, dict):
+            raise ConfigError(f"env {FAULTS_ENV}: must be a JSON object, got {env_faults!r}")
+        faults = {**faults, **overrides}
+    values["faults"] = parse_faults(faults, f"{where}: [ref.faults] / env {FAULTS_ENV}")
+    _check_ranges(values, where)
+    return RefConfig(**values)
+
+
+def _check_ranges(values: Mapping[str, Any], where: str) -> None:
+    for attr, key in (
+        ("max_batch_size", "scheduler.max_batch_size"),
+        ("synthesis_concurrency", "pipeline.synthesis_concurrency"),
+    ):
+        if values.get(attr, 1) < 1:
+            raise ConfigError(f"{where}: {key} must be at least 1, got {values[attr]}")
+    for attr, key in (
+        ("max_batch_wait_ms", "scheduler.max_batch_wait_ms"),
+        ("synthesis_threads", "synthesis.threads"),
+    ):
+        if values.get(attr, 0) < 0:
+            raise ConfigError(f"{where}: {key} must not be negative, got {values[attr]}")
+
+
+def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> RefConfig:
+    """Read the TOML file at ``path``; a missing file means cuzk's defaults, as with cuzk-daemon."""
+    path = path or DEFAULT_CONFIG_PATH
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return parse_config({}, "<defaults>", env)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    return parse_config(data, str(path), env)
