@@ -1,0 +1,85 @@
+"""Fault injection for the reference engine: the failures a harness must report well.
+
+Real fleets lose daemons to the OOM killer, see proofs that never return and GPUs that
+return garbage. These hooks reproduce each on demand (config ``[ref.faults]`` or env
+``CUZK_REF_FAULTS``) so the plugin's handling of them can be tested for real.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+from py_arkworks_bls12381 import G1Point
+
+from .config import Faults
+
+__all__ = ["before_ready", "corrupt_proof", "maybe_die", "start_memory_growth"]
+
+log = logging.getLogger("cuzk_ref.faults")
+_G1_LEN = 48
+_PAGE = 4096
+
+
+def before_ready(faults: Faults) -> None:
+    """Apply the start-up faults: a slow start, or an exit before the listen address is bound."""
+    if faults.start_delay_s > 0:
+        log.warning("fault: delaying start by %.1f s", faults.start_delay_s)
+        time.sleep(faults.start_delay_s)
+    if faults.exit_before_ready is not None:
+        log.warning("fault: exiting with code %d before ready", faults.exit_before_ready)
+        logging.shutdown()
+        sys.exit(faults.exit_before_ready)
+
+
+def maybe_die(faults: Faults, proof_no: int, job_id: str) -> None:
+    """SIGKILL this process while proving proof ``proof_no`` when die_at_proof says so."""
+    if faults.die_at_proof and proof_no == faults.die_at_proof:
+        log.warning(
+            "fault: killing the daemon with SIGKILL while proving proof %d (job %s)", proof_no, job_id
+        )
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def corrupt_proof(proof: bytes) -> bytes:
+    """Flip one bit of partition 0's A point so that it no longer decodes as a curve point.
+
+    Tries the low bits of A's last byte in turn and keeps the first flip that the curve
+    check rejects, so the result is deterministic and always invalid (not merely wrong).
+    """
+    for bit in range(8):
+        a = bytearray(proof[:_G1_LEN])
+        a[-1] ^= 1 << bit
+        try:
+            G1Point.from_compressed_bytes(bytes(a))
+        except ValueError:
+            return bytes(a) + proof[_G1_LEN:]
+    a = bytearray(proof[:_G1_LEN])
+    a[0] ^= 0x80  # clear the compression flag: never a valid compressed encoding
+    return bytes(a) + proof[_G1_LEN:]
+
+
+def start_memory_growth(mib_per_s: float) -> threading.Thread | None:
+    """Allocate and touch ``mib_per_s`` MiB every second until the process is killed."""
+    if mib_per_s <= 0:
+        return None
+    log.warning("fault: growing memory by %.1f MiB/s until killed", mib_per_s)
+    thread = threading.Thread(target=_grow, args=(mib_per_s,), name="fault-memory-growth", daemon=True)
+    thread.start()
+    return thread
+
+
+def _grow(mib_per_s: float) -> None:
+    hoard: list[bytearray] = []
+    step = max(1, int(mib_per_s * (1 << 20) / 10))
+    while True:
+        chunk = bytearray(step)
+        chunk[::_PAGE] = b"\x01" * len(range(0, step, _PAGE))  # touch every page so RSS really grows
+        hoard.append(chunk)
+        time.sleep(0.1)
