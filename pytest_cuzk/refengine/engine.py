@@ -1,0 +1,481 @@
+"""The reference engine's scheduler: a priority queue, batching, and a synthesis → prove pipeline.
+
+Jobs wait in a heap (higher priority first, FIFO within a priority). A dispatcher hands
+them, one job or one batch at a time, to synthesis workers as soon as one is free; a
+synthesised job goes to the prove worker, so that the Python (GIL-bound) synthesis of the
+next proof overlaps the MSMs (which release the GIL) of the current one. With
+``pipeline.enabled = false`` each job is synthesised and proved before the next starts.
+
+Results are kept in memory keyed by job id, like cuzk: AwaitProof on an id whose earlier
+run finished returns that stored result at once, even while a resubmission with the same
+id runs again; a second Submit with an id that is still queued or running joins that job.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..kinds import ProofKindInfo, by_enum
+from ..proto import pb
+from . import faults
+from .config import RefConfig
+from .prover import JobInputError
+
+__all__ = ["SHUTDOWN_MESSAGE", "Engine", "Job", "ProverLike"]
+
+log = logging.getLogger("cuzk_ref.engine")
+QUEUED, RUNNING, DONE = "queued", "running", "done"
+SHUTDOWN_MESSAGE = "daemon shutting down"
+_HONOURED_PRIORITIES = (pb.LOW, pb.HIGH, pb.CRITICAL)
+_KEEP_FINISHED_S = 30.0
+Status = pb.AwaitProofResponse
+
+
+class ProverLike(Protocol):
+    """What the engine needs from :class:`~pytest_cuzk.refengine.prover.RefProver`."""
+
+    def ensure_params(self, circuit_id: str) -> None: ...
+    def ensure_loaded(self, circuit_id: str) -> float: ...
+    def preload(self, circuit_id: str) -> tuple[bool, float]: ...
+    def evict(self, circuit_id: str) -> tuple[bool, int]: ...
+    def loaded(self) -> list[tuple[str, int]]: ...
+    def parse(self, kind: ProofKindInfo, req: pb.SubmitProofRequest) -> Any: ...
+    def synthesize(self, job: Any, partition: int) -> Any: ...
+    def prove(self, parts: Any) -> list[bytes]: ...
+    def self_check(self, job: Any, proof: bytes) -> bool: ...
+
+
+@dataclass(eq=False)
+class Job:
+    """One submitted proof, from the queue to its stored result."""
+
+    job_id: str
+    kind: ProofKindInfo
+    request: pb.SubmitProofRequest
+    priority: int
+    seq: int
+    submitted: float = field(default_factory=time.monotonic)
+    state: str = QUEUED
+    started: float = 0.0
+    finished: float = 0.0
+    proof_no: int = 0
+    parsed: Any = None
+    parts: list[dict[str, Any]] = field(default_factory=list)  # per-partition progress for /status
+    result: pb.AwaitProofResponse | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(eq=False)
+class Work:
+    """One pass through synthesis and prove: a single job, or a batch of same-kind jobs."""
+
+    jobs: list[Job]
+    srs_s: float = 0.0
+    synth_s: float = 0.0
+    parts: list[Any] = field(default_factory=list)
+    owners: list[Job] = field(default_factory=list)  # the job each entry of ``parts`` belongs to
+
+
+class Engine:
+    """Queue, dispatcher, synthesis workers and the prove worker around one prover."""
+
+    def __init__(self, config: RefConfig, prover: ProverLike) -> None:
+        self.config = config
+        self.prover = prover
+        self.started_at = time.monotonic()
+        self._lock = threading.Condition()
+        self._heap: list[tuple[int, int, Job]] = []
+        self._active: dict[str, Job] = {}
+        self._results: dict[str, pb.AwaitProofResponse] = {}
+        self._recent: deque[Job] = deque()
+        self.completed: dict[str, int] = {}
+        self.failed: dict[str, int] = {}
+        self.durations: deque[tuple[str, float]] = deque(maxlen=1000)
+        self.pce_used: set[str] = set()
+        self.srs_last_used: dict[str, float] = {}
+        self.proving: Job | None = None
+        self.synth_active = 0
+        self._seq = 0
+        self._proofs_started = 0
+        self._stopping = False
+        concurrency = config.synthesis_concurrency if config.pipeline_enabled else 1
+        self._slots = threading.Semaphore(concurrency)
+        self._synth_q: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
+        self._prove_q: list[Work] = []  # at most one synthesised work waits for the prove worker
+        self._threads = [threading.Thread(target=self._dispatch_loop, name="ref-dispatcher", daemon=True)]
+        self._threads += [
+            threading.Thread(target=self._synth_loop, name=f"ref-synth-{i}", daemon=True)
+            for i in range(concurrency)
+        ]
+        if config.pipeline_enabled:
+            self._threads.append(threading.Thread(target=self._prove_loop, name="ref-prove-0", daemon=True))
+
+    @classmethod
+    def from_config(cls, config: RefConfig) -> Engine:
+        """Build the engine around a :class:`RefProver` set up from ``config``."""
+        from .prover import RefProver
+
+        prover = RefProver(
+            config.param_cache, preset=config.preset, seed=config.seed, threads=config.synthesis_threads
+        )
+        return cls(config, prover)
+
+    def start(self) -> None:
+        """Start the dispatcher and the workers."""
+        for thread in self._threads:
+            thread.start()
+        mode = "pipelined" if self.config.pipeline_enabled else "sequential"
+        log.info("cuzk-ref engine started (%s, %d synthesis worker(s))", mode, len(self._threads) - 2)
+
+    # ---- client-facing operations -------------------------------------------------------------
+
+    def submit(self, req: pb.SubmitProofRequest) -> tuple[Job, int]:
+        """Queue a proof; returns the job and its queue position. ValueError for a bad proof_kind."""
+        try:
+            kind = by_enum(req.proof_kind)
+        except KeyError:
+            raise ValueError(f"invalid proof_kind: {req.proof_kind}") from None
+        with self._lock:
+            existing = self._active.get(req.request_id)
+            if existing is not None:
+                return existing, 0
+            if self._stopping:
+                raise RuntimeError(SHUTDOWN_MESSAGE)
+            self._seq += 1
+            job = Job(
+                req.request_id or str(uuid.uuid4()), kind, req, self._priority(kind, req.priority), self._seq
+            )
+            position = sum(1 for _, _, j in self._heap if j.state == QUEUED)
+            heapq.heappush(self._heap, (-job.priority, job.seq, job))
+            self._active[job.job_id] = job
+            self._lock.notify_all()
+        log.info(
+            "job %s queued (%s, priority %d, position %d)",
+            job.job_id,
+            kind.status_name,
+            job.priority,
+            position,
+        )
+        return job, position
+
+    @staticmethod
+    def _priority(kind: ProofKindInfo, requested: int) -> int:
+        if requested == pb.PRIORITY_UNSPECIFIED:
+            return kind.default_priority
+        return requested if requested in _HONOURED_PRIORITIES else pb.NORMAL
+
+    def lookup(self, job_id: str) -> pb.AwaitProofResponse | Job:
+        """The stored result for ``job_id`` (checked first, like cuzk), else its queued or running job."""
+        with self._lock:
+            found = self._results.get(job_id) or self._active.get(job_id)
+        if found is None:
+            raise KeyError(f"job not found: {job_id}")
+        return found
+
+    def wait(self, job: Job, timeout_s: float | None) -> pb.AwaitProofResponse:
+        """Wait for this very job (Prove uses it, so a re-used id gets its own new result)."""
+        if not job.done.wait(timeout_s) or job.result is None:
+            return pb.AwaitProofResponse(job_id=job.job_id, status=Status.TIMEOUT)
+        return job.result
+
+    def cancel(self, job_id: str) -> bool:
+        """Cancel a queued job; returns was_running (a running job is left to finish)."""
+        with self._lock:
+            job = self._active.get(job_id)
+            if job is None or job.state != QUEUED:
+                return job is not None
+            self._finish(job, pb.AwaitProofResponse(job_id=job_id, status=Status.CANCELLED))
+        log.info("job %s cancelled while queued", job_id)
+        return False
+
+    def preload(self, circuit_id: str) -> tuple[bool, float]:
+        """Load a circuit's parameters now (trusted setup first if they do not exist yet)."""
+        self.srs_last_used[circuit_id] = time.monotonic()
+        return self.prover.preload(circuit_id)
+
+    def evict(self, circuit_id: str) -> tuple[bool, int]:
+        """Free a circuit's parameters from memory."""
+        return self.prover.evict(circuit_id)
+
+    def shutdown(self) -> None:
+        """Stop taking work and cancel queued jobs; a proof being proved is not waited for."""
+        with self._lock:
+            self._stopping = True
+            for job in [j for j in self._active.values() if j.state == QUEUED]:
+                self._finish(
+                    job,
+                    pb.AwaitProofResponse(
+                        job_id=job.job_id, status=Status.CANCELLED, error_message=SHUTDOWN_MESSAGE
+                    ),
+                )
+            self._lock.notify_all()
+        for _ in self._threads:
+            self._synth_q.put(None)
+            self._slots.release()
+
+    # ---- views for GetStatus, metrics and /status ----------------------------------------------
+
+    def jobs(self) -> list[Job]:
+        """Queued and running jobs, plus jobs that finished in the last 30 s (like cuzk's tracker)."""
+        now = time.monotonic()
+        with self._lock:
+            while self._recent and now - self._recent[0].finished > _KEEP_FINISHED_S:
+                self._recent.popleft()
+            return [*self._active.values(), *self._recent]
+
+    def queue_depth(self) -> int:
+        """Jobs waiting for a synthesis worker (cuzk's scheduler heap length)."""
+        with self._lock:
+            return sum(1 for j in self._active.values() if j.state == QUEUED)
+
+    def uptime_s(self) -> float:
+        """Seconds since the engine was created."""
+        return time.monotonic() - self.started_at
+
+    # ---- dispatcher ---------------------------------------------------------------------------
+
+    def _dispatch_loop(self) -> None:
+        while True:
+            self._slots.acquire()  # wait for a free synthesis worker: jobs stay in the heap until then
+            work = self._next_work()
+            if work is None:
+                return
+            self._synth_q.put(work)
+
+    def _head(self) -> Job | None:
+        """The highest-priority queued job, dropping cancelled entries. Lock held."""
+        while self._heap and self._heap[0][2].state != QUEUED:
+            heapq.heappop(self._heap)
+        return self._heap[0][2] if self._heap else None
+
+    def _next_work(self) -> Work | None:
+        with self._lock:
+            while True:
+                if self._stopping:
+                    return None
+                first = self._head()
+                if first is None:
+                    self._lock.wait()
+                    continue
+                heapq.heappop(self._heap)
+                batching = first.kind.batchable and self.config.max_batch_size > 1
+                batch = [j for j in (self._collect(first) if batching else [first]) if j.state == QUEUED]
+                if batch and not self._stopping:
+                    return self._begin(batch)
+
+    def _collect(self, first: Job) -> list[Job]:
+        """Gather same-kind jobs until the batch is full, the wait is over, or another kind waits."""
+        batch = [first]
+        deadline = time.monotonic() + self.config.max_batch_wait_ms / 1000
+        while len(batch) < self.config.max_batch_size and not self._stopping:
+            head = self._head()
+            if head is not None and head.kind != first.kind:
+                break
+            if head is not None:
+                batch.append(heapq.heappop(self._heap)[2])
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._lock.wait(left)
+        return batch
+
+    def _begin(self, batch: list[Job]) -> Work:
+        now = time.monotonic()
+        for job in batch:
+            self._proofs_started += 1
+            job.state, job.started, job.proof_no = RUNNING, now, self._proofs_started
+        if len(batch) > 1:
+            ids = ", ".join(j.job_id for j in batch)
+            log.info("batch of %d %s jobs: %s", len(batch), batch[0].kind.status_name, ids)
+        return Work(batch)
+
+    # ---- synthesis ----------------------------------------------------------------------------
+
+    def _synth_loop(self) -> None:
+        while (work := self._synth_q.get()) is not None:
+            self._synthesize(work)
+            if work.jobs and self.config.pipeline_enabled:
+                self._enqueue_prove(work)
+            elif work.jobs:
+                self._prove(work)
+            self._slots.release()
+
+    def _synthesize(self, work: Work) -> None:
+        with self._lock:
+            self.synth_active += 1
+        try:
+            for job in list(work.jobs):
+                self._guard(work, job, lambda j=job: self._parse(j))
+            if work.jobs:
+                self._load_params(work)
+            t0 = time.monotonic()
+            for job in list(work.jobs):
+                self._guard(work, job, lambda j=job: self._synthesize_job(work, j))
+            work.synth_s = time.monotonic() - t0
+        finally:
+            with self._lock:
+                self.synth_active -= 1
+
+    def _load_params(self, work: Work) -> None:
+        circuit = work.jobs[0].kind.circuit_id
+        try:
+            self.prover.ensure_params(circuit)
+            work.srs_s = self.prover.ensure_loaded(circuit)
+        except Exception as exc:
+            log.exception("loading parameters for %s failed", circuit)
+            for job in list(work.jobs):
+                self._fail(work, job, f"synthesis failed: cannot load parameters for {circuit}: {exc}")
+        self.srs_last_used[circuit] = time.monotonic()
+
+    def _parse(self, job: Job) -> None:
+        job.parsed = self.prover.parse(job.kind, job.request)
+        job.parts = [
+            {"index": i, "state": "pending", "synth_ms": None, "gpu_ms": None}
+            for i in range(job.parsed.partitions)
+        ]
+
+    def _synthesize_job(self, work: Work, job: Job) -> None:
+        parts = []
+        for part in job.parts:
+            part["state"] = "synthesizing"
+            synthesized = self.prover.synthesize(job.parsed, part["index"])
+            part["state"], part["synth_ms"] = "synth_done", round(synthesized.synth_s * 1000)
+            if synthesized.used_pce:
+                self.pce_used.add(job.kind.name)
+            parts.append(synthesized)
+        work.parts += parts
+        work.owners += [job] * len(parts)
+
+    def _guard(self, work: Work, job: Job, step: Any) -> None:
+        """Run one job's step; a failure fails that job only (its batch mates carry on)."""
+        try:
+            step()
+        except JobInputError as exc:
+            self._fail(work, job, str(exc))
+        except Exception as exc:
+            log.exception("job %s: synthesis raised", job.job_id)
+            part = next((p["index"] for p in job.parts if p["state"] == "synthesizing"), None)
+            where = f"partition {part} " if job.kind.partitions > 1 and part is not None else ""
+            self._fail(work, job, f"{where}synthesis panicked: {exc}")
+
+    # ---- prove --------------------------------------------------------------------------------
+
+    def _enqueue_prove(self, work: Work) -> None:
+        with self._lock:
+            while self._prove_q and not self._stopping:
+                self._lock.wait()
+            self._prove_q.append(work)
+            self._lock.notify_all()
+
+    def _prove_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._prove_q and not self._stopping:
+                    self._lock.wait()
+                if self._stopping:
+                    return
+                work = self._prove_q.pop(0)
+                self._lock.notify_all()
+            self._prove(work)
+
+    def _prove(self, work: Work) -> None:
+        for job in work.jobs:
+            faults.maybe_die(self.config.faults, job.proof_no, job.job_id)
+            for part in job.parts:
+                part["state"] = "gpu"
+        self.proving = work.jobs[0]
+        t0 = time.monotonic()
+        try:
+            proofs = self.prover.prove(work.parts)
+        except Exception as exc:
+            log.exception("prove stage raised")
+            for job in list(work.jobs):
+                self._fail(work, job, f"GPU task panicked: {exc}")
+            return
+        finally:
+            self.proving = None
+        gpu_s = time.monotonic() - t0
+        pieces: dict[str, list[bytes]] = {}
+        for owner, proof in zip(work.owners, proofs, strict=True):
+            pieces.setdefault(owner.job_id, []).append(proof)
+        for job in list(work.jobs):
+            self._deliver(work, job, b"".join(pieces[job.job_id]), gpu_s)
+
+    def _deliver(self, work: Work, job: Job, proof: bytes, gpu_s: float) -> None:
+        if job.kind.name == "porep" and not self._self_check(job, proof):
+            req = job.request
+            msg = f"assembled proof did not verify (sector={req.sector_number}, miner={req.miner_id})"
+            self._fail(work, job, f"PoRep proof self-check failed: {msg}")
+            return
+        if job.proof_no == self.config.faults.corrupt_at_proof:
+            log.warning("fault: corrupting proof %d (job %s)", job.proof_no, job.job_id)
+            proof = faults.corrupt_proof(proof)
+        for part in job.parts:
+            part["state"], part["gpu_ms"] = "done", round(gpu_s * 1000)
+        if job.proof_no == self.config.faults.hang_at_proof:
+            log.warning("fault: proof %d (job %s) will never finish", job.proof_no, job.job_id)
+            return
+        total = time.monotonic() - job.submitted
+        result = pb.AwaitProofResponse(
+            job_id=job.job_id,
+            status=Status.COMPLETED,
+            proof=proof,
+            queue_wait_ms=_ms(job.started - job.submitted),
+            srs_load_ms=_ms(work.srs_s),
+            synthesis_ms=_ms(work.synth_s),
+            gpu_compute_ms=_ms(gpu_s),
+            total_ms=_ms(total),
+        )
+        self._finish(job, result)
+        log.info("job %s completed (%s) in %d ms", job.job_id, job.kind.status_name, result.total_ms)
+
+    def _self_check(self, job: Job, proof: bytes) -> bool:
+        try:
+            return self.prover.self_check(job.parsed, proof)
+        except Exception:
+            log.exception("job %s: PoRep self-check raised", job.job_id)
+            return False
+
+    # ---- results ------------------------------------------------------------------------------
+
+    def _fail(self, work: Work, job: Job, message: str) -> None:
+        if job in work.jobs:
+            work.jobs.remove(job)
+        kept = [(p, o) for p, o in zip(work.parts, work.owners, strict=True) if o is not job]
+        work.parts, work.owners = [p for p, _ in kept], [o for _, o in kept]
+        for part in job.parts:
+            if part["state"] != "done":
+                part["state"] = "failed"
+        log.warning("job %s failed: %s", job.job_id, message)
+        self._finish(
+            job, pb.AwaitProofResponse(job_id=job.job_id, status=Status.FAILED, error_message=message)
+        )
+
+    def _finish(self, job: Job, result: pb.AwaitProofResponse) -> None:
+        with self._lock:
+            job.result, job.state, job.finished = result, DONE, time.monotonic()
+            self._results[job.job_id] = result
+            if self._active.get(job.job_id) is job:
+                del self._active[job.job_id]
+            self._recent.append(job)
+            name = job.kind.name
+            if result.status == Status.COMPLETED:
+                self.completed[name] = self.completed.get(name, 0) + 1
+                self.durations.append((name, result.total_ms / 1000))
+            elif result.status == Status.FAILED:
+                self.failed[name] = self.failed.get(name, 0) + 1
+            self._lock.notify_all()
+        job.done.set()
+
+
+def _ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
