@@ -1,0 +1,83 @@
+"""GetMetrics text: cuzk's metric names, types and labels, rendered by prometheus-client.
+
+cuzk emits, in this order: ``cuzk_proofs_completed_total``, ``cuzk_proofs_failed_total``,
+``cuzk_uptime_seconds``, ``cuzk_queue_depth``, the per-kind ``cuzk_proofs_completed`` and
+``cuzk_proofs_failed`` (counters without ``_total``), the summary
+``cuzk_proof_duration_seconds`` over the last 1000 completions (only once a proof has
+completed), ``cuzk_running_jobs`` and ``cuzk_gpu_workers``.
+
+prometheus-client's text format always names a counter family ``<name>_total``, so it
+cannot print cuzk's ``# TYPE cuzk_proofs_completed counter`` line. The two per-kind
+families are therefore exposed untyped: their sample lines are exactly cuzk's, and the
+exposition stays valid (no second TYPE line for ``cuzk_proofs_completed_total``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import generate_latest
+from prometheus_client.core import CollectorRegistry, Metric
+from prometheus_client.registry import Collector
+
+from ..kinds import KINDS
+from .engine import Engine
+
+__all__ = ["EngineCollector", "render"]
+
+
+def _metric(name: str, doc: str, typ: str, value: float | None = None) -> Metric:
+    metric = Metric(name, doc, typ)
+    if value is not None:
+        metric.add_sample(name + ("_total" if typ == "counter" else ""), {}, value)
+    return metric
+
+
+class EngineCollector(Collector):
+    """Reads the engine's counters on every scrape; no state of its own."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield cuzk's families in cuzk's order."""
+        engine = self.engine
+        yield _metric(
+            "cuzk_proofs_completed", "Total proofs completed", "counter", sum(engine.completed.values())
+        )
+        yield _metric("cuzk_proofs_failed", "Total proofs failed", "counter", sum(engine.failed.values()))
+        yield _metric("cuzk_uptime_seconds", "Daemon uptime in seconds", "gauge", round(engine.uptime_s()))
+        yield _metric(
+            "cuzk_queue_depth", "Jobs waiting in the scheduler queue", "gauge", engine.queue_depth()
+        )
+        yield self._per_kind("cuzk_proofs_completed", "Proofs completed by kind", engine.completed)
+        yield self._per_kind("cuzk_proofs_failed", "Proofs failed by kind", engine.failed)
+        durations = list(engine.durations)
+        if durations:
+            summary = Metric(
+                "cuzk_proof_duration_seconds", "Proof duration (last 1000 completions)", "summary"
+            )
+            for name, kind in KINDS.items():
+                seconds = [d for k, d in durations if k == name]
+                if seconds:
+                    labels = {"proof_kind": kind.metric_label}
+                    summary.add_sample("cuzk_proof_duration_seconds_count", labels, len(seconds))
+                    summary.add_sample("cuzk_proof_duration_seconds_sum", labels, round(sum(seconds), 3))
+            yield summary
+        running = sum(1 for job in engine.jobs() if job.state == "running")
+        yield _metric("cuzk_running_jobs", "Jobs being synthesised or proved", "gauge", running)
+        yield _metric("cuzk_gpu_workers", "Prove workers", "gauge", 1)
+
+    @staticmethod
+    def _per_kind(name: str, doc: str, counts: dict[str, int]) -> Metric:
+        metric = Metric(name, doc, "unknown")
+        for kind_name, count in counts.items():
+            metric.add_sample(name, {"proof_kind": KINDS[kind_name].metric_label}, count)
+        return metric
+
+
+def render(engine: Engine) -> str:
+    """The Prometheus text GetMetrics returns."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(EngineCollector(engine))
+    return generate_latest(registry).decode()
