@@ -1,0 +1,102 @@
+"""One PNG per test: the daemon's RSS and VRAM over time with proof boundaries marked.
+
+A peak figure alone does not say whether memory grew per proof (a leak) or spiked once (SRS load);
+the shape over time with the proofs marked does. Uses matplotlib's object API on the Agg canvas (no
+pyplot global state, no display), so it is safe from any thread and on headless CI runners.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from pytest_cuzk.memory import MemoryReport
+
+__all__ = ["plot_memory"]
+
+_MIB = 1 << 20
+_MAX_MARK_LABELS = 20  # beyond this, labels overlap into noise: draw the lines only
+
+
+def plot_memory(report: MemoryReport, path: Path, title: str) -> Path:
+    """Write the report's RSS and VRAM series as a PNG at `path` (parents created); returns `path`."""
+    fig = Figure(figsize=(10, 6), layout="constrained")
+    rss_ax, vram_ax = fig.subplots(2, 1, sharex=True)
+    fig.suptitle(title, fontsize=10)
+    _rss_panel(rss_ax, report)
+    _vram_panel(vram_ax, report)
+    vram_ax.set_xlabel("seconds since sampling started")
+    for ax in (rss_ax, vram_ax):
+        _draw_marks(ax, report, labels=ax is rss_ax)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=100)
+    return path
+
+
+def _rss_panel(ax: Axes, report: MemoryReport) -> None:
+    s = report.series
+    ax.plot(s.t_s, [b / _MIB for b in s.rss_bytes], label="daemon tree RSS", color="tab:blue")
+    _annotate_peak(ax, s.t_s, s.rss_bytes)
+    if report.rss_hwm_peak_bytes is not None:
+        ax.axhline(
+            report.rss_hwm_peak_bytes / _MIB,
+            color="tab:blue",
+            linestyle=":",
+            label=f"VmHWM peak {report.rss_hwm_peak_bytes / _MIB:.0f} MiB ({report.rss_hwm_scope})",
+        )
+    ax.set_ylabel("RSS (MiB)")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(alpha=0.3)
+
+
+def _vram_panel(ax: Axes, report: MemoryReport) -> None:
+    s = report.series
+    ax.set_ylabel("GPU memory (MiB)")
+    ax.grid(alpha=0.3)
+    if s.vram_bytes is None:
+        why = report.vram_unavailable_reason or "VRAM unavailable"
+        ax.text(0.5, 0.5, why, ha="center", transform=ax.transAxes)
+        ax.set_yticks([])
+        return
+    source = "daemon pids" if report.vram_source == "pids" else "whole device (pids not visible)"
+    ax.plot(s.t_s, [b / _MIB for b in s.vram_bytes], label=f"VRAM, {source}", color="tab:green")
+    _annotate_peak(ax, s.t_s, s.vram_bytes)
+    if report.vram_source == "pids" and s.device_used_bytes is not None:
+        used = [b / _MIB for b in s.device_used_bytes]
+        ax.plot(s.t_s, used, label="device used, all processes", color="tab:gray", linewidth=0.8)
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="lower right", fontsize=8)
+
+
+def _annotate_peak(ax: Axes, t_s: list[float], values: list[int]) -> None:
+    if not values:
+        return
+    i = max(range(len(values)), key=values.__getitem__)
+    ax.annotate(
+        f"peak {values[i] / _MIB:.0f} MiB",
+        xy=(t_s[i], values[i] / _MIB),
+        xytext=(5, -12),
+        textcoords="offset points",
+        fontsize=8,
+    )
+    ax.plot([t_s[i]], [values[i] / _MIB], marker="o", color="tab:red", markersize=4)
+
+
+def _draw_marks(ax: Axes, report: MemoryReport, labels: bool) -> None:
+    marks = report.series.marks
+    for t, label in marks:
+        ax.axvline(t, color="tab:orange", linewidth=0.7, alpha=0.7)
+        if labels and len(marks) <= _MAX_MARK_LABELS:
+            ax.text(
+                t,
+                1.0,
+                label,
+                rotation=90,
+                fontsize=7,
+                va="top",
+                ha="right",
+                transform=ax.get_xaxis_transform(),
+            )
