@@ -29,6 +29,7 @@ __all__ = ["MIN_INTERVAL_S", "DaemonSampler", "GpuSample", "MemoryReport", "Memo
 MIN_INTERVAL_S = 0.005
 TREE_REFRESH_S = 0.25  # listing a tree scans all of /proc (~2 ms on a busy host): not on every 10 ms tick
 JOIN_TIMEOUT_S = 5.0
+UNLISTED_GROWTH_BYTES = 256 << 20  # device memory no listed process accounts for grew: pids are hidden
 HwmScope = Literal["test", "since_start", "unavailable"]
 VramSource = Literal["pids", "device"]
 
@@ -51,6 +52,9 @@ class _Sample:
     tree_vram_bytes: int
     tree_vram_seen: bool  # a tree pid was listed by NVML with a known size
     unattributed: bool  # NVML listed GPU memory it could not tie to a pid of ours
+    unlisted_bytes: (
+        int  # device used memory that no listed process accounts for (driver reserve and hidden pids)
+    )
     gpus: tuple[GpuSample, ...]
 
 
@@ -178,11 +182,12 @@ class DaemonSampler:
         rss = self._tree.sample(now)
         avail = psutil.virtual_memory().available
         gpus: tuple[GpuSample, ...] = ()
-        vram, seen, unattributed = 0, False, False
+        vram, seen, unattributed, listed = 0, False, False, 0
         if self._gpu is not None:
             gpus = tuple(_gpu_sample(h) for h in self._gpu)
-            vram, seen, unattributed = _tree_vram(self._gpu, self._tree.pids())
-        return _Sample(now - self._t0, rss, avail, vram, seen, unattributed, gpus)
+            vram, seen, unattributed, listed = _tree_vram(self._gpu, self._tree.pids())
+        unlisted = sum(_known(g.used_bytes for g in gpus)) - listed
+        return _Sample(now - self._t0, rss, avail, vram, seen, unattributed, unlisted, gpus)
 
     def _report(self, samples: list[_Sample], duration_s: float) -> MemoryReport:
         rss = [s.rss_bytes for s in samples] or [0]
@@ -316,24 +321,25 @@ def _gpu_sample(handle: Any) -> GpuSample:
     )
 
 
-def _tree_vram(handles: Sequence[Any], pids: set[int]) -> tuple[int, bool, bool]:
-    """GPU bytes held by our pids, whether any was listed, and whether NVML listed memory we cannot place.
+def _tree_vram(handles: Sequence[Any], pids: set[int]) -> tuple[int, bool, bool, int]:
+    """Our pids' GPU bytes, whether one was listed, whether some memory has no pid here, all listed bytes.
 
-    Inside a container NVML may list host pids that do not exist here, or no sizes at all: then the
-    report falls back to device-wide used memory and says so.
+    Inside a container NVML may list host pids that do not exist here, no sizes, or no processes at all:
+    then the report falls back to device-wide used memory and says so.
     """
-    total, seen, unattributed = 0, False, False
+    total, seen, unattributed, listed = 0, False, False, 0
     for handle in handles:
         per_pid = _gpu_pids(handle)
         if per_pid is None:
             unattributed = True
             continue
+        listed += sum(_known(per_pid.values()))
         for pid, used in per_pid.items():
             if pid in pids and used is not None:
                 total, seen = total + used, True
             elif used is None or not psutil.pid_exists(pid):
                 unattributed = True
-    return total, seen, unattributed
+    return total, seen, unattributed, listed
 
 
 def _gpu_pids(handle: Any) -> dict[int, int | None] | None:
@@ -362,7 +368,9 @@ def _gpu_summary(samples: Sequence[_Sample], gpu: bool) -> _GpuSummary:
     if not gpu or not samples:
         return _GpuSummary(None, None, None)
     device_used = [sum(_known(d.used_bytes for d in s.gpus)) for s in samples]
-    if not any(s.tree_vram_seen for s in samples) and any(s.unattributed for s in samples):
+    unlisted = [s.unlisted_bytes for s in samples]
+    hidden = any(s.unattributed for s in samples) or max(unlisted) - min(unlisted) > UNLISTED_GROWTH_BYTES
+    if hidden and not any(s.tree_vram_seen for s in samples):
         return _GpuSummary("device", device_used, device_used)
     return _GpuSummary("pids", [s.tree_vram_bytes for s in samples], device_used)
 

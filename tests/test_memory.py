@@ -210,6 +210,19 @@ def test_gpu_pids_from_another_namespace_fall_back_to_device_memory(
     assert report.vram_peak_bytes == 7 << 30
 
 
+def test_gpu_memory_growing_with_no_process_listed_falls_back_to_device_memory(
+    child: Child, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeNvml(monkeypatch, used=1 << 30)  # some sandboxes list no GPU processes at all
+    sampler = DaemonSampler(child.pid, interval_s=0.01)
+    sampler.start()
+    time.sleep(0.05)
+    fake.used = 9 << 30
+    time.sleep(0.05)
+    report = sampler.stop()
+    assert (report.vram_source, report.vram_peak_bytes) == ("device", 9 << 30)
+
+
 def test_a_daemon_without_gpu_memory_reads_zero_not_the_device(
     child: Child, monkeypatch: pytest.MonkeyPatch
 ) -> None:
