@@ -34,6 +34,8 @@ CUZK_SESSION = pytest.StashKey[CuzkSession]()
 _CASE_FIXTURES = ("cuzk_case", "cuzk_kind")
 _LOG_OFFSET = pytest.StashKey[tuple[Target, int]]()
 _RESULT = pytest.StashKey[CaseResult]()
+# logreport hooks get no config; the active session (innermost under pytester) is the last one.
+_SESSIONS: list[CuzkSession] = []
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cuzk_gpu: needs an NVIDIA GPU with NVML; skipped without one")
     session = CuzkSession(resolve_settings(config), os.environ.get("PYTEST_XDIST_WORKER", "master"))
     config.stash[CUZK_SESSION] = session
+    _SESSIONS.append(session)
     if len(session.settings.attach) > 1 and getattr(config.option, "dist", "no") == "load":
         # Many daemons under xdist: each worker takes one daemon's tests, so hosts prove in parallel.
         config.option.dist = "loadgroup"
@@ -85,6 +88,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(CUZK_SESSION, None)
     if session is not None:
         session.close()
+        if session in _SESSIONS:
+            _SESSIONS.remove(session)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -159,19 +164,47 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
-    """Attach the daemon's log lines written during a failing test to its report."""
+    """Attach the daemon log of a failing test, and carry each case's figures to the controller.
+
+    Figures travel in ``user_properties`` so that, under xdist, every worker's
+    results reach the one summary table (and JUnit XML).
+    """
     report = yield
     seen = item.stash.get(_LOG_OFFSET, None)
     if report.failed and seen is not None:
         target, offset = seen
         if target.process is not None:
             report.sections.append(("cuzk daemon log", target.process.log_tail(60, since=offset)))
+    if report.when == "call" and seen is not None:
+        target = seen[0]
+        for cold in target.cold:
+            key = f"{item.config.stash[CUZK_SESSION].worker}/{target.label}/{cold.batch_size}/{cold.start_s}"
+            report.user_properties.append(
+                ("cuzk_cold", {"key": key, **cold.as_dict(), "restarts": target.restarts})
+            )
+        result = item.stash.get(_RESULT, None)
+        if result is not None:
+            report.user_properties.append(("cuzk_result", (item.name, result.extra_info())))
     return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect the figures every test (on any worker) reported."""
+    if report.when != "call":
+        return
+    session = _SESSIONS[-1] if _SESSIONS else None
+    if session is None:
+        return
+    for name, value in report.user_properties:
+        if name == "cuzk_result":
+            session.rows.append(tuple(value))
+        elif name == "cuzk_cold":
+            session.colds[value["key"]] = value
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     session = config.stash.get(CUZK_SESSION, None)
-    if session is None or not (session.results or any(t.cold for t in session.targets.values())):
+    if session is None or not (session.rows or session.colds):
         return
     for target in session.targets.values():
         before = session.metrics_start.get(target.label)
@@ -179,7 +212,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             with contextlib.suppress(CuzkError), ProvingClient(target.address) as client:
                 session.metric_changes[target.label] = metric_deltas(before, _metric_values(client))
     terminalreporter.write_sep("=", "cuzk proving summary")
-    for line in summary_lines(session.results, session):
+    for line in summary_lines(session.rows, session.colds.values(), session):
         terminalreporter.write_line(line)
 
 
@@ -273,6 +306,46 @@ def cuzk_target(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> Ta
     return target
 
 
+def _record(session: CuzkSession, target: Target, case: Case, result: CaseResult, nodeid: str) -> None:
+    """Write the finished test to the results database, one transaction per test."""
+    if not session.settings.results_db:
+        return
+    from .results import ResultsDB, TestRecord
+
+    if session.results_db is None:
+        url = session.settings.results_db
+        session.results_db = ResultsDB(None if url == "default" else url)
+    if target.label not in session.runs:
+        session.runs[target.label] = session.results_db.start_run(session.run_record(target))
+    info = result.extra_info()
+    cold = target.cold[-1].as_dict() if target.cold else {}
+    session.results_db.record_test(
+        TestRecord(
+            run_id=session.runs[target.label],
+            nodeid=nodeid,
+            kind=case.kind.name,
+            batch_size=case.batch_size,
+            concurrency=case.concurrency,
+            proofs_ok=info["proofs_ok"],
+            proofs_failed=info["proofs_failed"],
+            p50_s=info["latency_p50_s"],
+            p90_s=info["latency_p90_s"],
+            max_s=info["latency_max_s"],
+            proofs_per_hour=info["throughput_proofs_per_hour"],
+            rss_peak_bytes=info.get("rss_peak_bytes"),
+            vram_peak_bytes=info.get("vram_peak_bytes"),
+            cold_start={
+                "start_s": cold.get("start_s", 0.0),
+                "srs_load_s": cold.get("srs_load_s", {}).get(case.kind.name, 0.0),
+                "warmup_s": cold.get("warmup_s", {}).get(case.kind.name, 0.0),
+                "pce_s": cold.get("pce_s", {}).get(case.kind.name, 0.0),
+            },
+            sampler_interval_s=info.get("sampler_interval_s"),
+            label=case.label,
+        )
+    )
+
+
 @pytest.fixture
 def cuzk_run(
     cuzk_session: CuzkSession, cuzk_target: Target, request: pytest.FixtureRequest
@@ -309,7 +382,7 @@ def cuzk_run(
                 memory = sampler.stop() if sampler else None
         result.memory = memory
         request.node.stash[_RESULT] = result
-        cuzk_session.results.append((request.node.name, result))
+        _record(cuzk_session, target, case, result, request.node.nodeid)
         if benchmark is not None:
             benchmark.extra_info.update(result.extra_info())
         if s.plots and memory is not None:

@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .bench import CaseResult
-from .session import CuzkSession
-
 __all__ = ["metric_deltas", "summary_lines"]
 
 _COLUMNS = (
@@ -34,6 +31,7 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns, as wide as their widest cell."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
@@ -53,38 +51,42 @@ def metric_deltas(
     return lines
 
 
-def summary_lines(results: Iterable[tuple[str, CaseResult]], session: CuzkSession) -> list[str]:
-    """The lines pytest prints in its ``cuzk`` summary section."""
-    rows = [_COLUMNS]
-    for name, r in results:
-        mem = r.memory.as_extra_info() if r.memory is not None else {}
-        rows.append(
+def summary_lines(
+    rows: Iterable[tuple[str, dict[str, Any]]], colds: Iterable[dict[str, Any]], session: Any
+) -> list[str]:
+    """The lines pytest prints in its ``cuzk`` summary section.
+
+    ``rows`` are (test name, extra_info) and ``colds`` the cold-start records, both as
+    the tests reported them, so results from every xdist worker reach one table.
+    """
+    table = [_COLUMNS]
+    for name, info in rows:
+        table.append(
             (
                 name,
-                r.case.kind.name,
-                str(r.case.batch_size),
-                str(r.case.concurrency),
-                str(len(r.ok)),
-                str(len(r.failed)),
-                _num(r.latency(50)),
-                _num(max((p.wall_s for p in r.ok), default=None)),
-                _num(r.proofs_per_hour, "{:.1f}"),
-                _size(mem.get("rss_peak_bytes")),
-                _size(mem.get("vram_peak_bytes")),
+                str(info["kind"]),
+                str(info["batch_size"]),
+                str(info["concurrency"]),
+                str(info["proofs_ok"]),
+                str(info["proofs_failed"]),
+                _num(info.get("latency_p50_s")),
+                _num(info.get("latency_max_s")),
+                _num(info.get("throughput_proofs_per_hour"), "{:.1f}"),
+                _size(info.get("rss_peak_bytes")),
+                _size(info.get("vram_peak_bytes")),
             )
         )
-    lines = _table(rows) if len(rows) > 1 else ["no proofs were run"]
-    for target in session.targets.values():
-        for cold in target.cold:
-            where = f"{target.label}" + (f" batch {cold.batch_size}" if cold.batch_size else "")
-            stages = cold.as_dict()
-            lines.append(
-                f"cold start [{where}]: start {stages['start_s']}s, SRS load {stages['srs_load_s']}, "
-                f"warm-up {stages['warmup_s']}, PCE {stages['pce_s']}"
-                + (" (low-memory warm-up)" if cold.lowmem_warmup else "")
-            )
-            lines += [f"  note: {n}" for n in cold.notes]
-        lines += [f"{target.label}: {r}" for r in target.restarts]
+    lines = _table(table) if len(table) > 1 else ["no suite case ran"]
+    for cold in colds:
+        where = cold["label"] + (f" batch {cold['batch_size']}" if cold.get("batch_size") else "")
+        lines.append(
+            f"cold start [{where}]: start {cold['start_s']}s, SRS load {cold['srs_load_s']}, "
+            f"warm-up {cold['warmup_s']}, PCE {cold['pce_s']}"
+            + (" (low-memory warm-up)" if cold.get("lowmem_warmup") else "")
+        )
+        lines += [f"  note: {n}" for n in cold.get("notes", [])]
+        lines += [f"  {r}" for r in cold.get("restarts", [])]
+    lines += [f"data: {n}" for n in session.data_notes]
     for label, deltas in session.metric_changes.items():
         if deltas:
             lines.append(f"daemon metrics over the run [{label}]:")

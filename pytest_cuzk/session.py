@@ -59,6 +59,9 @@ class ColdStart:
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "label": self.label,
+            "batch_size": self.batch_size,
+            "notes": list(self.notes),
             "start_s": round(self.start_s, 3),
             "srs_load_s": {k: round(v, 3) for k, v in self.srs_load_s.items()},
             "warmup_s": {k: round(v, 3) for k, v in self.warmup_s.items()},
@@ -114,7 +117,10 @@ class CuzkSession:
         self._manifest: Any = None
         self._data: dict[str, Path | DataUnavailable] = {}
         self.data_notes: list[str] = []
-        self.results: list[Any] = []
+        self.rows: list[tuple[str, dict[str, Any]]] = []
+        self.colds: dict[str, dict[str, Any]] = {}
+        self.results_db: Any = None
+        self.runs: dict[str, str] = {}
         self.metrics_start: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = {}
         self.metric_changes: dict[str, list[str]] = {}
 
@@ -153,9 +159,9 @@ class CuzkSession:
         if choice.mode == "ref":
             return f"cuzk-ref {__version__} preset={self.settings.preset}"
         if choice.mode == "spawn" and choice.binary:
-            from .hostinfo import daemon_identity
+            from .hostinfo import binary_sha256
 
-            return str(daemon_identity(choice.binary))
+            return f"{choice.binary.name} sha256:{binary_sha256(choice.binary)[:16]}"
         return "attached: " + ",".join(choice.addresses)
 
     # --- data -------------------------------------------------------------------------------------
@@ -346,13 +352,69 @@ class CuzkSession:
             time.sleep(0.2)
         cold.pce_s[kind.name] = time.monotonic() - t1
 
+    def run_record(self, target: Target) -> Any:
+        """The results-database run for a daemon: its host, its build, its configuration."""
+        from .results import RunRecord
+
+        return RunRecord(
+            host=self.host_record(target),
+            daemon_build=self.engine_identity(),
+            label=target.label,
+            batch_size=target.batch_size,
+            concurrency=max(self.settings.concurrency),
+            preset=self.settings.preset if target.mode == "ref" else None,
+            extra={"worker": self.worker, "mode": target.mode},
+        )
+
+    def host_record(self, target: Target) -> Any:
+        """The host record: this machine for a local daemon, else what its GetStatus says of its GPUs."""
+        from .hostinfo import host_info
+        from .results import HostRecord
+
+        if target.mode != "attach" or _is_local(target.address):
+            host = host_info()
+            return HostRecord(
+                fingerprint=host.fingerprint(),
+                gpu_models=[g.name for g in host.gpus],
+                gpu_count=len(host.gpus),
+                vram_total_bytes=sum(g.vram_total_bytes for g in host.gpus),
+                cpu_model=host.cpu_model,
+                cpu_cores=host.cpu_logical_cores,
+                ram_bytes=host.ram_total_bytes,
+                driver=host.driver_version or "",
+                cuda=host.cuda_driver_version or "",
+                hostname=host.hostname,
+            )
+        with ProvingClient(target.address) as client:
+            gpus = list(client.status().gpus)
+        return HostRecord.of(
+            gpu_models=[g.name for g in gpus],
+            gpu_count=len(gpus),
+            vram_total_bytes=sum(g.vram_total_bytes for g in gpus),
+            cpu_model="unknown (remote)",
+            cpu_cores=0,
+            ram_bytes=0,
+            hostname=target.label,
+        )
+
     def close(self) -> None:
-        """Stop every spawned daemon and remove the session's temp dir."""
+        """Stop every spawned daemon, close the results database and remove the session's temp dir."""
+        if self.results_db is not None:
+            for run_id in self.runs.values():
+                self.results_db.finish_run(run_id)
+            self.results_db.close()
+            self.results_db = None
         for target in self.targets.values():
             if target.process:
                 target.process.stop()
         with contextlib.suppress(OSError):
             shutil.rmtree(self.tmpdir)
+
+
+def _is_local(address: str) -> bool:
+    """A unix socket or a loopback address: the daemon runs on this machine."""
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return address.startswith("unix:") or host in ("localhost", "127.0.0.1", "::1")
 
 
 def _label_from(address: str) -> str:
