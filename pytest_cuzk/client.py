@@ -329,7 +329,10 @@ class ProvingClient:
     def wait_ready(
         self, timeout_s: float, *, poll_s: float = 0.05, max_poll_s: float = 1.0
     ) -> pb.GetStatusResponse:
-        """Poll GetStatus with exponential backoff until it answers; DaemonUnavailable after ``timeout_s``."""
+        """Poll GetStatus with exponential backoff until it answers; DaemonUnavailable after ``timeout_s``.
+
+        Only "nothing there yet" errors are retried; any other error answer is raised at once.
+        """
         deadline = time.monotonic() + timeout_s
         attempts, last = 0, None
         while True:
@@ -339,7 +342,7 @@ class ProvingClient:
             attempts += 1
             try:
                 return self.status(timeout=min(remaining, 5.0))
-            except RpcError as exc:
+            except (DaemonUnavailable, DeadlineExceeded) as exc:  # any other answer means it is up but unwell
                 last = exc
             time.sleep(max(0.0, min(poll_s, deadline - time.monotonic())))
             poll_s = min(poll_s * 2, max_poll_s)

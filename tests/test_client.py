@@ -448,6 +448,17 @@ def test_a_server_without_the_service_is_unimplemented(tmp_path: Path) -> None:
         server.stop(grace=None)
 
 
+def test_wait_ready_does_not_retry_a_server_that_answers_with_an_error() -> None:
+    server, port = start_server(pb_grpc.ProvingEngineServicer(), "127.0.0.1:0")
+    start = time.monotonic()
+    try:
+        with ProvingClient(f"127.0.0.1:{port}") as c, pytest.raises(Unimplemented, match="GetStatus"):
+            c.wait_ready(timeout_s=30)
+    finally:
+        server.stop(grace=None)
+    assert time.monotonic() - start < 15
+
+
 def test_loopback_ignores_http_proxy_settings(
     addresses: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
