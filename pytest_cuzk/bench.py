@@ -183,11 +183,16 @@ def _one_proof(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, 
 
 
 def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord]:
-    """Submit ``size`` proofs at once and wait for all; fail within a poll interval of the daemon's death."""
+    """Submit ``size`` proofs at once and wait for all; fail within a poll interval of the daemon's death.
+
+    If the wait is interrupted (pytest-timeout, Ctrl-C, the daemon's death), the
+    outstanding jobs are cancelled and the channel closed, so no thread is left
+    blocked on an AwaitProof.
+    """
     requests = [runner.make_request() for _ in range(size)]
-    records: list[ProofRecord] = []
-    with ThreadPoolExecutor(max_workers=size, thread_name_prefix="cuzk-await") as pool:
-        futures: list[Future[ProofRecord]] = []
+    pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="cuzk-await")
+    futures: list[Future[ProofRecord]] = []
+    try:
         for req in requests:
             t0 = time.monotonic()
             runner.client.submit(req)
@@ -196,11 +201,17 @@ def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord
         while pending:
             _, pending = wait(pending, timeout=_DEATH_POLL_S, return_when=FIRST_COMPLETED)
             if not runner.alive():
-                for f in pending:
-                    f.cancel()
                 raise DaemonExited(f"daemon died during a {kind.name} proof: {runner.death_message()}")
-        records = [f.result() for f in futures]
-    return records
+        return [f.result() for f in futures]
+    except BaseException:
+        for req, fut in zip(requests, futures, strict=False):
+            if not fut.done() and runner.alive():
+                with contextlib.suppress(CuzkError):
+                    runner.client.cancel(req.request_id, timeout=2.0)
+        runner.client.close()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_case(case: Case, runner: Runner, proofs: int, benchmark: Any | None) -> CaseResult:

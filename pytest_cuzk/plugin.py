@@ -75,7 +75,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "cuzk_gpu: needs an NVIDIA GPU with NVML; skipped without one")
+    config.addinivalue_line(
+        "markers",
+        "cuzk_kinds(*kinds): the proof kinds cuzk_ready warms up for this test (default: all selected)",
+    )
     session = CuzkSession(resolve_settings(config), os.environ.get("PYTEST_XDIST_WORKER", "master"))
     config.stash[CUZK_SESSION] = session
     _SESSIONS.append(session)
@@ -156,10 +159,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Only the kinds the run selected (``-k porep``) get SRS preload and warm-up."""
-    cases = [c for c in (_item_case(i) for i in session.items) if c is not None]
-    if cases:
-        session.config.stash[CUZK_SESSION].selected_kinds = {c.kind.name for c in cases}
+    """Only the kinds the run selected (``-k porep``, ``cuzk_kinds`` markers) get SRS preload and warm-up."""
+    kinds = {c.kind.name for c in (_item_case(i) for i in session.items) if c is not None}
+    kinds |= {KINDS[k].name for i in session.items for m in i.iter_markers("cuzk_kinds") for k in m.args}
+    if kinds:
+        session.config.stash[CUZK_SESSION].selected_kinds = kinds
 
 
 @pytest.hookimpl(wrapper=True)
@@ -241,9 +245,14 @@ def _metric_values(client: ProvingClient) -> dict[tuple[str, tuple[tuple[str, st
     return {key: sample.value for key, sample in client.metric_samples().by_key.items()}
 
 
-def _started(session: CuzkSession, label: str | None = None, batch_size: int = 1) -> Target:
+def _bring_up(
+    session: CuzkSession, label: str | None = None, batch_size: int = 1, kinds: list[str] | None = None
+) -> Target:
+    """A started daemon (``kinds`` None), or a ready one for ``kinds``; a gone attached daemon skips."""
     try:
-        target = session.started(label, batch_size)
+        target = (
+            session.started(label, batch_size) if kinds is None else session.ready(label, batch_size, kinds)
+        )
     except DaemonExited as exc:
         if session.resolve_mode().mode == "attach":
             pytest.skip(str(exc))
@@ -257,7 +266,7 @@ def _started(session: CuzkSession, label: str | None = None, batch_size: int = 1
 @pytest.fixture
 def cuzk_daemon(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> DaemonInfo:
     """The daemon under test (started, or attached to), answering GetStatus."""
-    target = _started(cuzk_session)
+    target = _bring_up(cuzk_session)
     request.node.stash[_LOG_OFFSET] = (target, target.process.log_size() if target.process else 0)
     proc = target.process
     return DaemonInfo(
@@ -278,9 +287,14 @@ def cuzk_client(cuzk_daemon: DaemonInfo) -> Generator[ProvingClient, None, None]
 
 
 @pytest.fixture
-def cuzk_ready(cuzk_session: CuzkSession, cuzk_daemon: DaemonInfo) -> Target:
-    """The daemon after the readiness chain: SRS loaded and warmed up for the selected kinds."""
-    return cuzk_session.ready(cuzk_daemon.label)
+def cuzk_ready(cuzk_session: CuzkSession, cuzk_daemon: DaemonInfo, request: pytest.FixtureRequest) -> Target:
+    """The daemon after the readiness chain: SRS loaded and warmed up.
+
+    For the kinds of the test's ``@pytest.mark.cuzk_kinds(...)``, else every selected kind.
+    """
+    marker = request.node.get_closest_marker("cuzk_kinds")
+    kinds = [KINDS[k].name for k in marker.args] if marker else None
+    return cuzk_session.ready(cuzk_daemon.label, kinds=kinds)
 
 
 def _verifier(session: CuzkSession, kind: ProofKindInfo) -> Callable[[Any, bytes], bool] | None:
@@ -300,8 +314,7 @@ def cuzk_target(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> Ta
     found = cuzk_session.data(case.kind.name)
     if isinstance(found, DataUnavailable):
         pytest.skip(str(found))
-    _started(cuzk_session, case.label, case.batch_size)
-    target = cuzk_session.ready(case.label, case.batch_size, [case.kind.name])
+    target = _bring_up(cuzk_session, case.label, case.batch_size, [case.kind.name])
     request.node.stash[_LOG_OFFSET] = (target, target.process.log_size() if target.process else 0)
     return target
 

@@ -259,8 +259,14 @@ class CuzkSession:
         self.resolve_mode()
         return self.targets[label or next(iter(self.targets))]
 
-    def started(self, label: str | None = None, batch_size: int = 1) -> Target:
-        """A daemon that answers, configured for ``batch_size`` when the plugin spawns it."""
+    def started(
+        self, label: str | None = None, batch_size: int = 1, kinds: list[ProofKindInfo] | None = None
+    ) -> Target:
+        """A daemon that answers, configured for ``batch_size`` when the plugin spawns it.
+
+        A spawned daemon that died is restarted (once per crash, recorded); ``kinds`` are
+        the ones a low-memory warm-up would cover if their PCE files are missing.
+        """
         target = self.target(label)
         if target.mode == "attach":
             if target.crashed:
@@ -270,7 +276,7 @@ class CuzkSession:
             target.restarts.append(f"restarted after crash: {target.process.exit_message()}")
             target.process = None
         if target.process is None or target.batch_size != batch_size:
-            self._restart(target, batch_size, self.wanted_kinds())
+            self._restart(target, batch_size, kinds or [])
         return target
 
     def wanted_kinds(self, kinds: list[str] | None = None) -> list[ProofKindInfo]:
@@ -280,11 +286,11 @@ class CuzkSession:
 
     def ready(self, label: str | None = None, batch_size: int = 1, kinds: list[str] | None = None) -> Target:
         """A daemon that answers, has the SRS of ``kinds`` loaded and is warmed up for them."""
-        target = self.started(label, batch_size)
-        cold = target.cold[-1] if target.cold else ColdStart(target.label, None)
+        wanted = self.wanted_kinds(kinds)
+        target = self.started(label, batch_size, wanted)
         if not target.cold:
-            target.cold.append(cold)
-        self._prepare(target, self.wanted_kinds(kinds), cold)
+            target.cold.append(ColdStart(target.label, None))
+        self._prepare(target, wanted, target.cold[-1])
         return target
 
     def _restart(self, target: Target, batch_size: int, kinds: list[ProofKindInfo]) -> None:
@@ -302,7 +308,6 @@ class CuzkSession:
         self._start(target, self._spawn(target, batch_size, lowmem=False), cold)
         target.batch_size = batch_size
         target.cold.append(cold)
-        self._prepare(target, kinds, cold)
 
     def _start(self, target: Target, process: DaemonProcess, cold: ColdStart) -> None:
         target.process = process
