@@ -1,0 +1,195 @@
+"""The plugin end to end: inner pytest runs against a spawned reference engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from conftest import SUITE
+
+PROVE = (SUITE / "test_prove.py").read_text()
+RECORD_DAEMON = """
+import os
+def test_records_daemon(cuzk_daemon, cuzk_client):
+    assert cuzk_client.status().uptime_seconds >= 0
+    with open(os.environ["DAEMON_FILE"], "a") as f:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "master")
+        f.write(f"{worker} {cuzk_daemon.pid} {cuzk_daemon.address}\\n")
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_suite_case_proves_verifies_measures_and_reports(inner, tmp_path):
+    out = tmp_path / "bench.json"
+    plots = tmp_path / "plots"
+    result = inner(
+        {"test_prove": PROVE},
+        "-k",
+        "winning",
+        "--cuzk-batch-sizes=1",
+        f"--cuzk-plots={plots}",
+        f"--benchmark-json={out}",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "cuzk: daemon mode ref (--cuzk-daemon=ref)",
+            "*cuzk proving summary*",
+            "test*winning*batch*",
+            "test_prove[[]winning-batch1-j1[]]*winning*1*1*2*0*",
+            "cold start [[]local batch 1[]]*",
+        ]
+    )
+    bench = json.loads(out.read_text())
+    (case,) = bench["benchmarks"]
+    assert case["name"] == "test_prove[winning-batch1-j1]"
+    info = case["extra_info"]
+    assert info["proofs_ok"] == 2 and info["proofs_failed"] == 0
+    assert info["rss_peak_bytes"] > 10 * 2**20, "the daemon's RSS, not nothing"
+    assert info["throughput_proofs_per_hour"] > 0
+    assert info["gpu_compute_mean_ms"] > 0
+    assert case["stats"]["rounds"] == 2, "one pedantic round per wave of one proof"
+    assert bench["machine_info"]["cuzk"]["daemon"].startswith("cuzk-ref ")
+    assert (plots / "test_prove[winning-batch1-j1].png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_batch_sizes_group_tests_so_the_daemon_restarts_once_per_size(inner):
+    result = inner({"test_prove": PROVE}, "-k", "snap", "--cuzk-batch-sizes=2,1", "--cuzk-concurrency=1,2")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*cold start [[]local batch 1[]]*", "*cold start [[]local batch 2[]]*"])
+    assert result.stdout.str().count("cold start [") == 2
+
+
+def test_spawned_daemons_are_gone_after_the_session(inner, tmp_path, monkeypatch):
+    record = tmp_path / "daemons.txt"
+    monkeypatch.setenv("DAEMON_FILE", str(record))
+    inner({"test_daemon": RECORD_DAEMON}).assert_outcomes(passed=1)
+    (line,) = record.read_text().splitlines()
+    pid = int(line.split()[1])
+    assert _gone(pid), f"daemon {pid} outlived the session"
+
+
+def test_xdist_gives_each_worker_its_own_daemon(inner, tmp_path, monkeypatch):
+    record = tmp_path / "daemons.txt"
+    monkeypatch.setenv("DAEMON_FILE", str(record))
+    files = {"test_a": RECORD_DAEMON, "test_b": RECORD_DAEMON.replace("test_records", "test_also_records")}
+    inner(files, "-n", "2", "--dist", "loadfile").assert_outcomes(passed=2)
+    rows = [line.split() for line in record.read_text().splitlines()]
+    assert {r[0] for r in rows} == {"gw0", "gw1"}
+    assert len({r[2] for r in rows}) == 2, "distinct sockets per worker"
+    assert all(_gone(int(r[1])) for r in rows)
+
+
+def test_attached_daemon_is_used_and_left_running(inner, tmp_path):
+    data, params, sock = tmp_path / "data", tmp_path / "params", tmp_path / "ref.sock"
+    subprocess.run([sys.executable, "-m", "pytest_cuzk.refengine.cli", "gen-data", str(data)], check=True)
+    config = tmp_path / "ref.toml"
+    config.write_text(f'[srs]\nparam_cache = "{params}"\n')
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "pytest_cuzk.refengine.cli", "-c", str(config), "-l", f"unix://{sock}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        result = inner(
+            {"test_prove": PROVE},
+            f"--cuzk-daemon=unix://{sock}",
+            f"--cuzk-param-cache={params}",
+            f"--cuzk-manifest={data / 'manifest.toml'}",
+            "-k",
+            "winning",
+        )
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(
+            ["cuzk: daemon mode attach*", "*test_prove[[]winning-batch1-j1-attached[]]*"]
+        )
+        assert daemon.poll() is None, "an attached daemon is never stopped"
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+
+
+def test_unreachable_address_fails_within_the_timeout_naming_it(inner):
+    start = time.monotonic()
+    result = inner(
+        {"test_prove": PROVE}, "--cuzk-daemon=127.0.0.1:9", "--cuzk-start-timeout=2", "-k", "winning"
+    )
+    assert time.monotonic() - start < 60
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*127.0.0.1:9*no answer within 2 s*"])
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (
+            "--cuzk-min-throughput=winning:1000000000/h",
+            "*throughput * proofs/h is below the minimum 1e+09/h*",
+        ),
+        ("--cuzk-max-rss=1MiB", "*rss_peak_bytes * GiB exceeds 0.001 GiB for winning (--cuzk-max-rss)*"),
+    ],
+)
+def test_gates_fail_the_test_by_name(inner, option, message):
+    result = inner({"test_prove": PROVE}, "-k", "winning", "--cuzk-batch-sizes=1", option)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*test_prove[[]winning-batch1-j1[]]: {message}"])
+
+
+def test_compare_gate_fails_a_regression_against_a_saved_run(inner, tmp_path):
+    base = tmp_path / "base.json"
+    args = ("-k", "winning", "--cuzk-batch-sizes=1")
+    inner({"test_prove": PROVE}, *args, f"--benchmark-json={base}").assert_outcomes(passed=1)
+    saved = json.loads(base.read_text())
+    saved["benchmarks"][0]["extra_info"]["throughput_proofs_per_hour"] *= 100
+    base.write_text(json.dumps(saved))
+    result = inner(
+        {"test_prove": PROVE},
+        *args,
+        f"--cuzk-baseline={base}",
+        "--cuzk-compare-fail=throughput:5%,rss_peak:500%",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*throughput regressed 9*% (baseline *, now *; limit 5%) (--cuzk-compare-fail)*"]
+    )
+
+
+def test_results_database_gets_one_row_per_test(inner, tmp_path):
+    from pytest_cuzk.results import ResultsDB
+
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    inner({"test_prove": PROVE}, "-k", "winning or wpost", f"--cuzk-results-db={url}").assert_outcomes(
+        passed=2
+    )
+    with ResultsDB(url) as db:
+        rows = db.rows()
+    assert sorted(r.test.kind for r in rows) == ["winning", "wpost"]
+    assert all(r.test.proofs_ok == 2 and r.run.daemon_build.startswith("cuzk-ref") for r in rows)
+
+
+def test_lowmem_warmup_restarts_with_the_full_config(inner, tmp_path, shared_cache):
+    cache = tmp_path / "params"
+    cache.mkdir()
+    for f in (shared_cache / "ref-params-default").glob("*"):
+        if not f.name.startswith("pce-"):
+            os.link(f, cache / f.name)
+    result = inner(
+        {"test_prove": PROVE}, "-k", "winning", "--cuzk-lowmem-warmup=on", f"--cuzk-param-cache={cache}"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*(low-memory warm-up)*", "*warmed up with a low-memory config, then restarted*"]
+    )
+    assert (cache / "pce-winning-post.bin").exists()

@@ -1,0 +1,148 @@
+"""Faults injected into the reference engine, and how the plugin reports them: precisely, fast, no orphans."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from conftest import SUITE
+
+PROVE = (SUITE / "test_prove.py").read_text()
+WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
+
+DIES_THEN_RESTARTS = """
+import pytest
+
+@pytest.mark.cuzk_kinds("winning")
+def test_1_daemon_dies(cuzk_ready, cuzk_client, cuzk_data):
+    for _ in range(3):
+        cuzk_client.prove(cuzk_data.request("winning"), timeout_s=60)
+
+@pytest.mark.cuzk_kinds("winning")
+def test_2_gets_a_restarted_daemon(cuzk_ready, cuzk_client, cuzk_data):
+    assert cuzk_client.prove(cuzk_data.request("winning"), timeout_s=60).completed
+"""
+
+RECORDS_PID = """
+import os, time
+def test_daemon(cuzk_daemon):
+    with open(os.environ["DAEMON_FILE"], "w") as f:
+        f.write(str(cuzk_daemon.pid))
+    {body}
+"""
+
+
+def _faults(tmp_path, **faults) -> str:
+    config = tmp_path / "base.toml"
+    config.write_text("[ref.faults]\n" + "".join(f"{k} = {v}\n" for k, v in faults.items()))
+    return f"--cuzk-config={config}"
+
+
+def _call_duration(result, name: str) -> float:
+    match = re.search(rf"([\d.]+)s call\s+\S*{re.escape(name)}", result.stdout.str())
+    assert match, f"no duration for {name} in --durations output"
+    return float(match.group(1))
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_daemon_death_fails_the_test_within_two_seconds_with_signal_oom_hint_and_log(inner, tmp_path):
+    # Proof 1 is the warm-up; the daemon kills itself while proving the case's first proof.
+    result = inner({"test_prove": PROVE}, *WINNING, _faults(tmp_path, die_at_proof=2), "--durations=0")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*daemon died during a winning proof: daemon (pid *) killed by SIGKILL (likely killed by the OOM "
+            "killer: *available memory*",
+            "*fault: killing the daemon with SIGKILL while proving proof 2*",
+        ]
+    )
+    assert _call_duration(result, "test_prove[winning-batch1-j1]") < 2.0
+
+
+def test_later_tests_get_a_restarted_daemon_and_the_restart_is_reported(inner, tmp_path):
+    result = inner({"test_dies": DIES_THEN_RESTARTS}, _faults(tmp_path, die_at_proof=3))
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*restarted after crash: daemon (pid *) killed by SIGKILL*"])
+
+
+def test_a_hung_proof_times_out_is_cancelled_and_named(inner, tmp_path):
+    start = time.monotonic()
+    result = inner(
+        {"test_prove": PROVE}, *WINNING, _faults(tmp_path, hang_at_proof=2), "--cuzk-proof-timeout=3"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*winning proof pytest-cuzk-winning-* timed out after *s*"])
+    assert time.monotonic() - start < 120
+
+
+def test_a_corrupted_proof_names_the_partition_and_point(inner, tmp_path):
+    result = inner({"test_prove": PROVE}, *WINNING, _faults(tmp_path, corrupt_at_proof=2))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*invalid proof structure: *partition 0*A*"])
+
+
+def test_a_daemon_that_exits_before_ready_fails_with_its_code_and_log(inner, tmp_path):
+    result = inner({"test_prove": PROVE}, *WINNING, _faults(tmp_path, exit_before_ready=7))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*exited with code 7*", "*fault: exiting with code 7 before ready*"])
+
+
+def test_a_daemon_that_starts_too_slowly_fails_at_the_start_timeout_with_its_log(inner, tmp_path):
+    result = inner(
+        {"test_prove": PROVE}, *WINNING, _faults(tmp_path, start_delay_s=30), "--cuzk-start-timeout=2"
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*did not answer within 2s*", "*fault: delaying start by 30.0 s*"])
+
+
+@pytest.mark.parametrize("ending", ["normal", "failing", "ctrl-c", "pytest-timeout"])
+def test_no_daemon_outlives_pytest(pytester, shared_cache, tmp_path, ending):
+    record = tmp_path / "pid"
+    body = {
+        "normal": "pass",
+        "failing": "assert False, 'planted failure'",
+        "ctrl-c": "time.sleep(60)",
+        "pytest-timeout": "time.sleep(60)",
+    }[ending]
+    pytester.makepyfile(test_pid=RECORDS_PID.format(body=body))
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--cuzk-daemon=ref",
+        f"--cuzk-data-dir={shared_cache}",
+        "-p",
+        "no:cacheprovider",
+    ]
+    if ending == "pytest-timeout":
+        args += ["--timeout=3", "--timeout-method=thread"]
+    env = {**os.environ, "DAEMON_FILE": str(record)}
+    proc = subprocess.Popen(
+        args, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    if ending == "ctrl-c":
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=120)[0].decode()
+    pid = int(record.read_text())
+    for _ in range(50):
+        if _gone(pid):
+            break
+        time.sleep(0.1)
+    assert _gone(pid), f"daemon {pid} outlived pytest ({ending}):\n{out[-2000:]}"
