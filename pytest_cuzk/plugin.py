@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from .bench import Case, CaseResult, Runner, run_case
-from .client import ProvingClient
+from .client import ProvingClient, keep_large_buffers
 from .daemon import DaemonExited
 from .data import DataUnavailable
 from .errors import CuzkError, DaemonUnavailable
@@ -80,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "cuzk_kinds(*kinds): the proof kinds cuzk_ready warms up for this test (default: all selected)",
     )
     session = CuzkSession(resolve_settings(config), os.environ.get("PYTEST_XDIST_WORKER", "master"))
+    keep_large_buffers()
     config.stash[CUZK_SESSION] = session
     _SESSIONS.append(session)
     if len(session.settings.attach) > 1 and getattr(config.option, "dist", "no") == "load":
