@@ -19,14 +19,13 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-__all__ = ["PostgresServer", "find_bindir", "pg_server"]
+__all__ = ["PostgresServer", "db_url", "find_bindir", "pg_server"]
 
 SUPERUSER = "cuzk"
 START_TIMEOUT_S = 60
@@ -95,9 +94,19 @@ class PostgresServer:
         return self.url(name)
 
 
+_SERVER = pytest.StashKey[PostgresServer]()
+
+
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
-    """Run one server for the whole session, or skip naming what is missing."""
+def pg_server(request: pytest.FixtureRequest) -> PostgresServer:
+    """Start one server per pytest process (or skip, naming what is missing).
+
+    Test modules import this fixture, which makes one fixture per module; the server is shared
+    through the config stash so it starts once, and stops when pytest ends.
+    """
+    stash = request.config.stash
+    if _SERVER in stash:
+        return stash[_SERVER]
     bindir = find_bindir()
     if bindir is None:
         pytest.skip("PostgreSQL server binaries not found (install Debian's `postgresql` package)")
@@ -107,8 +116,15 @@ def pg_server() -> Iterator[PostgresServer]:
         except KeyError:
             pytest.skip("running as root and no `postgres` user to run the PostgreSQL server as")
     server = PostgresServer(bindir)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    request.config.add_cleanup(server.stop)
+    server.start()
+    stash[_SERVER] = server
+    return server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Run the test once on a fresh SQLite file and once on a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'results.db'}"
+    return request.getfixturevalue("pg_server").create_database()

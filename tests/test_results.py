@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pg
 import pytest
 import sqlalchemy as sa
-from pg import pg_server  # noqa: F401  (session fixture, reached through request.getfixturevalue)
 
 from pytest_cuzk.results import (
     SCHEMA_VERSION,
@@ -27,6 +27,7 @@ from pytest_cuzk.results import (
     schema_version,
 )
 
+db_url, pg_server = pg.db_url, pg.pg_server  # each test runs on SQLite and on PostgreSQL
 REPO = Path(__file__).resolve().parents[1]
 GIB = 2**30
 
@@ -52,13 +53,6 @@ while count < 0 or i < count:
 if count >= 0:
     db.finish_run(run.run_id)
 """
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'results.db'}"
-    return request.getfixturevalue("pg_server").create_database()
 
 
 def host(**over: object) -> HostRecord:

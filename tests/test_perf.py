@@ -1,0 +1,223 @@
+"""cuzk-perf against a small fleet stored on SQLite and on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pg
+import pytest
+
+from pytest_cuzk.perf import main, parse_fail, parse_percent
+from pytest_cuzk.results import HostRecord, ResultsDB, RunRecord, TestRecord
+
+db_url, pg_server = pg.db_url, pg.pg_server  # each test runs on SQLite and on PostgreSQL
+GIB = 2**30
+T0 = dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc)
+A40 = HostRecord.of(
+    gpu_models=["NVIDIA A40"] * 2, gpu_count=2, vram_total_bytes=96 * GIB, cpu_model="EPYC 7543",
+    cpu_cores=64, ram_bytes=2048 * GIB, driver="550.54", cuda="12.4",
+)  # fmt: skip
+RTX = HostRecord.of(
+    gpu_models=["NVIDIA GeForce RTX 4090"], gpu_count=1, vram_total_bytes=24 * GIB, cpu_model="Ryzen 9 7950X",
+    cpu_cores=16, ram_bytes=256 * GIB, driver="550.54", cuda="12.4",
+)  # fmt: skip
+
+# (host, label, build, day, [(kind, batch, j, proofs/hour, p50 s, RSS peak GiB)])
+# "bad" regresses PoRep batch 1 on the 4090 (throughput -8%, RSS +11%); "good" stays within 5%/10%.
+FLEET = [
+    (A40, "a40", "sha256:base0001", 0, [("porep", 1, 1, 35.9, 90.0, 180), ("porep", 2, 1, 30.0, 100.0, 300),
+                                        ("winning", 1, 1, 900.0, 2.0, 10)]),
+    (RTX, "4090", "sha256:base0001", 1, [("porep", 1, 1, 41.3, 80.0, 180), ("porep", 2, 1, 50.0, 70.0, 230)]),
+    (RTX, "4090", "sha256:bad00002", 2, [("porep", 1, 1, 38.0, 85.0, 200), ("porep", 2, 1, 51.0, 70.0, 231)]),
+    (RTX, "4090", "sha256:good0003", 3, [("porep", 1, 1, 40.5, 81.0, 185), ("porep", 2, 1, 52.0, 69.0, 229)]),
+]  # fmt: skip
+
+
+@pytest.fixture
+def fleet(db_url: str) -> str:
+    with ResultsDB(db_url) as db:
+        for host, label, build, day, tests in FLEET:
+            run = RunRecord(
+                host=host, daemon_build=build, label=label, started_at=T0 + dt.timedelta(days=day)
+            )
+            db.start_run(run)
+            for kind, b, j, per_hour, p50, rss in tests:
+                db.record_test(TestRecord(
+                    run_id=run.run_id, nodeid=f"test_prove[{kind}-batch{b}-j{j}]", kind=kind, batch_size=b,
+                    concurrency=j, proofs_ok=4, proofs_failed=0, p50_s=p50, p90_s=p50 * 1.1, max_s=p50 * 1.2,
+                    proofs_per_hour=per_hour, rss_peak_bytes=rss * GIB, vram_peak_bytes=20 * GIB, label=label,
+                    sampler_interval_s=0.1,
+                ))  # fmt: skip
+            db.finish_run(run.run_id)
+    return db_url
+
+
+def perf(capsys: pytest.CaptureFixture[str], url: str, *argv: str) -> tuple[int, str, str]:
+    code = main([*argv, "--db", url])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.split("  ") if c.strip()]
+
+
+def body(out: str) -> list[list[str]]:
+    """Rows of the first table in ``out``: the lines after the rule with as many cells as the header."""
+    lines = out.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("---"))
+    rows = []
+    for line in lines[rule + 1 :]:
+        if len(cells(line)) != len(cells(lines[rule - 1])):
+            break
+        rows.append(cells(line))
+    return rows
+
+
+def test_hosts_ranks_hosts_by_measured_throughput(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = perf(capsys, fleet, "hosts")
+    assert code == 0
+    rows = body(out)
+    assert [(r[0], r[2], r[5], r[6], r[7], r[8]) for r in rows] == [
+        ("porep", "4090", "3", "52.0", "38.0..52.0", "batch2-j1"),
+        ("porep", "a40", "1", "35.9", "30.0..35.9", "batch1-j1"),
+        ("winning", "a40", "1", "900.0", "900.0..900.0", "batch1-j1"),
+    ]
+    header, rule = out.splitlines()[:2]
+    assert len(header) == len(rule)  # the last column's title is as wide as its rule: columns line up
+    assert rows[0][1] == RTX.fingerprint[:12]
+
+
+def test_history_follows_builds_in_time_order(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = perf(capsys, fleet, "history", "--kind", "porep-c2", "--host", "4090")
+    assert code == 0
+    assert [(r[1], r[2], r[4]) for r in body(out)] == [
+        ("sha256:base0001", "4090", "50.0"),
+        ("sha256:bad00002", "4090", "51.0"),
+        ("sha256:good0003", "4090", "52.0"),
+    ]
+    code, out, _ = perf(capsys, fleet, "history", "--kind", "porep", "--host", A40.fingerprint[:8])
+    assert [r[2] for r in body(out)] == ["a40"]
+
+
+def test_compare_fails_on_a_planted_regression(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = perf(
+        capsys, fleet, "compare", "base0001", "bad00002", "--fail", "throughput:5%,rss_peak:10%"
+    )
+    assert code == 1
+    regressions = [line for line in out.splitlines() if line.startswith("REGRESSION")]
+    assert regressions == [
+        "REGRESSION porep batch1-j1 on 4090 throughput: A 41.3/h -> B 38.0/h (-8.0%, limit -5%)",
+        "REGRESSION porep batch1-j1 on 4090 rss_peak: A 180.0 GiB -> B 200.0 GiB (+11.1%, limit +10%)",
+    ]
+    # Only the 4090 ran both builds: the A40's figures must not enter the comparison.
+    assert {r[3] for r in body(out)} == {"4090"}
+
+
+def test_compare_passes_within_thresholds(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = perf(
+        capsys, fleet, "compare", "base0001", "good0003", "--fail", "throughput:5%,rss_peak:10%"
+    )
+    assert code == 0, out
+    assert "no regression beyond the thresholds" in out
+    assert perf(capsys, fleet, "compare", "base0001", "bad00002")[0] == 0  # no --fail: report only
+
+
+def test_compare_usage_errors(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = perf(capsys, fleet, "compare", "nope", "bad00002")
+    assert code == 2
+    assert "build 'nope' is not in the database; known builds:" in err
+    assert "  sha256:good0003" in err
+    code, _, err = perf(capsys, fleet, "compare", "sha256", "bad00002")
+    assert code == 2
+    assert "build 'sha256' is ambiguous" in err
+    code, _, err = perf(capsys, fleet, "compare", "base", "bad", "--fail", "speed:5%")
+    assert code == 2
+    assert "invalid threshold 'speed:5%'" in err
+
+
+def test_export_csv_and_json(fleet: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert perf(capsys, fleet, "export", "--format", "csv", "-o", str(tmp_path / "r.csv"))[0] == 0
+    with open(tmp_path / "r.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 9
+    assert json.loads(rows[0]["host_gpu_models"]) == ["NVIDIA A40", "NVIDIA A40"]
+    code, out, _ = perf(capsys, fleet, "export", "--format", "json", "--build", "sha256:bad00002")
+    records = json.loads(out)
+    assert code == 0
+    assert {(r["kind"], r["batch_size"], r["proofs_per_hour"], r["run_label"]) for r in records} == {
+        ("porep", 1, 38.0, "4090"),
+        ("porep", 2, 51.0, "4090"),
+    }
+    assert records[0]["rss_peak_bytes"] == 200 * GIB
+    assert dt.datetime.fromisoformat(records[0]["run_started_at"]) == T0 + dt.timedelta(days=2)
+
+
+def test_plot_writes_pngs(fleet: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = perf(capsys, fleet, "plot", "-o", str(tmp_path / "plots"))
+    assert code == 0
+    names = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert names == ["throughput_vs_gpu.png", "throughput_vs_ram.png", "trend.png"]
+    for name in names:
+        data = (tmp_path / "plots" / name).read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+        assert f"wrote {tmp_path / 'plots' / name}" in out
+
+
+@pytest.mark.parametrize(
+    ("ram", "expected"),
+    [("512GiB", "porep: use batch size 2, concurrency 1 (50.5 proofs/hour, RSS peak 300.0 GiB)"),
+     ("256GiB", "porep: use batch size 1, concurrency 1 (39.2 proofs/hour, RSS peak 200.0 GiB)"),
+     ("274877906944", "porep: use batch size 1, concurrency 1")],
+)  # fmt: skip
+def test_recommend_picks_the_fastest_config_that_fits(
+    fleet: str, capsys: pytest.CaptureFixture[str], ram: str, expected: str
+) -> None:
+    code, out, _ = perf(capsys, fleet, "recommend", "--ram", ram, "--kind", "porep")
+    assert code == 0
+    assert expected in out
+
+
+def test_recommend_when_nothing_fits_or_no_data(
+    fleet: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = perf(capsys, fleet, "recommend", "--ram", "200GB", "--margin", "10%", "--kind", "porep")
+    assert code == 1
+    assert "porep: nothing measured fits; the smallest peak is 200.0 GiB (batch 1, j 1)" in out
+    assert perf(capsys, fleet, "recommend", "--ram", "16GiB", "--kind", "winning")[0] == 0
+    empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    for argv in (["recommend", "--ram", "256GiB"], ["hosts"], ["plot", "-o", str(tmp_path / "p")]):
+        assert perf(capsys, empty, *argv)[:2] == (0, "no data\n")
+    assert not (tmp_path / "p").exists()
+
+
+def test_bad_sizes_and_percentages_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    code, _, err = perf(capsys, url, "recommend", "--ram", "lots")
+    assert code == 2
+    assert "argument --ram: Invalid size 'lots'" in err
+    code, _, err = perf(capsys, url, "recommend", "--ram", "1TiB", "--margin", "150%")
+    assert code == 2
+    assert "percentage '150%' out of range" in err
+    assert perf(capsys, url, "recommend", "--ram", "1TiB", "--kind", "bogus")[0] == 2
+    assert parse_fail("throughput:5%, rss_peak:10") == {"throughput": 0.05, "rss_peak": 0.10}
+    assert parse_percent("15%") == 0.15
+
+
+def test_database_from_environment_and_entry_point(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTEST_CUZK_RESULTS_DB", str(tmp_path / "env.db"))
+    assert main(["hosts"]) == 0
+    assert capsys.readouterr().out == "no data\n"
+    assert (tmp_path / "env.db").exists()
+    (script,) = entry_points(group="console_scripts", name="cuzk-perf")
+    assert script.load() is main
+    assert main(["--help"]) == 0
+    assert main([]) == 2
