@@ -60,9 +60,6 @@ METRICS: dict[str, Metric] = {
 }
 
 
-# --------------------------------------------------------------------------- parsing
-
-
 def parse_percent(text: str) -> float:
     """Fraction from ``15%`` (or ``15``)."""
     try:
@@ -92,9 +89,6 @@ def _size(text: str) -> int:
         return parse_size(text, "--ram")
     except pytest.UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-# --------------------------------------------------------------------------- output
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -133,9 +127,6 @@ def config(row: ResultRow) -> str:
 
 def best(rows: list[ResultRow]) -> ResultRow:
     return max(rows, key=lambda r: r.test.proofs_per_hour or 0.0)
-
-
-# --------------------------------------------------------------------------- subcommands
 
 
 def labels(rows: list[ResultRow]) -> str:
@@ -394,9 +385,9 @@ def cmd_recommend(db: ResultsDB, args: argparse.Namespace) -> int:
     return status
 
 
-# --------------------------------------------------------------------------- command line
-
 EPILOG = "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM, 2 usage error"
+FAIL_HELP = f"regression limits, e.g. throughput:5%%,rss_peak:10%% (metrics: {', '.join(METRICS)})"
+HOST_HELP = "a host fingerprint (or its start) or a run label"
 DB_HELP = (
     "sqlite:///PATH, a file path or postgresql://... Default: $PYTEST_CUZK_RESULTS_DB, else the user data dir"
 )
@@ -416,38 +407,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cuzk-perf", description=__doc__.split("\n\n")[0], epilog=EPILOG)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(func: Callable[[ResultsDB, argparse.Namespace], int], *kind_args: str) -> argparse.ArgumentParser:
+    def add(func: Callable[[ResultsDB, argparse.Namespace], int], kind_required: bool = False) -> Any:
         doc = (func.__doc__ or "").strip()
         p = sub.add_parser(func.__name__[4:], parents=[common], help=doc, description=doc, epilog=EPILOG)
         p.set_defaults(func=func)
-        p.add_argument(
-            "--kind", type=_kind, required="required" in kind_args, help="porep, snap, wpost, winning"
-        )
+        p.add_argument("--kind", type=_kind, required=kind_required, help="porep, snap, wpost or winning")
         return p
 
     add(cmd_hosts)
-    add(cmd_history, "required").add_argument(
-        "--host", metavar="FP_OR_LABEL", help="fingerprint (prefix) or label"
-    )
+    add(cmd_history, kind_required=True).add_argument("--host", metavar="FP_OR_LABEL", help=HOST_HELP)
     p = add(cmd_compare)
     p.add_argument("build_a", metavar="BUILD_A", help="baseline build (its name or a unique part of it)")
     p.add_argument("build_b", metavar="BUILD_B", help="candidate build")
     p.add_argument("--fail", type=parse_fail, default={}, metavar="METRIC:PCT,...", help=FAIL_HELP)
-    p.add_argument("--host", metavar="FP_OR_LABEL")
+    p.add_argument("--host", metavar="FP_OR_LABEL", help=HOST_HELP)
     p = add(cmd_export)
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("-o", "--output", metavar="FILE", help="Default: standard output")
     p.add_argument("--build")
-    p.add_argument("--host", metavar="FP_OR_LABEL")
+    p.add_argument("--host", metavar="FP_OR_LABEL", help=HOST_HELP)
     add(cmd_plot).add_argument("-o", "--output", metavar="DIR", required=True)
     p = add(cmd_recommend)
     p.add_argument("--ram", type=_size, required=True, help="the host's RAM, e.g. 256GiB or 512GB")
     p.add_argument("--margin", type=parse_percent, default=0.15, help="safety margin. Default: 15%%")
     p.add_argument("--gpu", metavar="MODEL", help="only hosts with a GPU whose name contains MODEL")
     return parser
-
-
-FAIL_HELP = f"regression limits, e.g. throughput:5%%,rss_peak:10%% (metrics: {', '.join(METRICS)})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
