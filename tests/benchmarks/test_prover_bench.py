@@ -1,0 +1,118 @@
+"""Reference prover figures per proof kind: cold and warm proof time and where the time goes.
+
+Cold = a fresh param cache: trusted setup, the first synthesis through the
+constraint system with PCE extraction, and proving. Warm = a proof with the key
+resident and the PCE in use. Also: synthesis vs prove split, the share of prove
+time spent in native MSMs, and the PCE path's synthesis speedup over the
+constraint-system path. Figures go to ``benchmark.extra_info`` and are printed.
+Preset via ``CUZK_REF_BENCH_PRESET`` (default "default").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from pytest_cuzk.inputs import build_request
+from pytest_cuzk.kinds import KINDS
+from pytest_cuzk.refengine import gendata
+from pytest_cuzk.refengine.circuits.registry import circuit_for
+from pytest_cuzk.refengine.keyfile import read_meta
+from pytest_cuzk.refengine.prover import RefProver
+from pytest_cuzk.refengine.r1cs import ConstraintSystem
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PRESET = os.environ.get("CUZK_REF_BENCH_PRESET", "default")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("data")
+    return out, tomllib.loads(gendata.generate(out, preset=PRESET).read_text())
+
+
+def _request(data, name):
+    out, manifest = data
+    entry = manifest["kinds"][name]
+    return build_request(KINDS[name], out / entry["file"], entry["request"])
+
+
+def _prove(prover: RefProver, req, name: str) -> tuple[float, float, bytes]:
+    """(synthesis seconds, prove seconds, proof) for one whole proof, stages run back to back."""
+    job = prover.parse(KINDS[name], req)
+    t0 = time.perf_counter()
+    parts = [prover.synthesize(job, k) for k in range(job.partitions)]
+    t1 = time.perf_counter()
+    proof = b"".join(prover.prove(parts))
+    return t1 - t0, time.perf_counter() - t1, proof
+
+
+def _best(fn, rounds: int = 5) -> float:
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_prover_figures(benchmark, name, data, tmp_path):
+    kind, req = KINDS[name], _request(data, name)
+    prover = RefProver(tmp_path / "params", preset=PRESET)
+    try:
+        t0 = time.perf_counter()
+        job = prover.parse(kind, req)
+        prover.ensure_loaded(kind.circuit_id)
+        setup_s = time.perf_counter() - t0
+        _prove(prover, req, name)
+        cold_s = time.perf_counter() - t0
+
+        before = dict(prover.timings())
+        splits: list[tuple[float, float]] = []
+
+        def warm() -> bytes:
+            synth, prove, proof = _prove(prover, req, name)
+            splits.append((synth, prove))
+            return proof
+
+        proof = benchmark.pedantic(warm, rounds=3, iterations=1, warmup_rounds=0)
+        assert prover.self_check(job, proof)
+        after = prover.timings()
+        prove_total = sum(p for _, p in splits)
+        msm_s = after["prove: MSM"] - before.get("prove: MSM", 0.0)
+
+        circuit, witness = circuit_for(kind.circuit_id), job.inputs.witness(0)
+
+        def cs_path() -> None:
+            cs = ConstraintSystem()
+            circuit.synthesize(cs, prover.preset, witness)
+
+        cs_s = _best(cs_path)
+        pce_s = _best(lambda: prover.synthesize(job, 0))
+        synth_mean = sum(s for s, _ in splits) / len(splits)
+        info = {
+            "preset": PRESET,
+            "threads": prover.threads,
+            "partitions": job.partitions,
+            "constraints_per_partition": read_meta(prover.params_path(kind.circuit_id))["num_constraints"],
+            "cold_s (setup + first proof + PCE)": round(cold_s, 3),
+            "setup_s": round(setup_s, 3),
+            "warm_synthesis_s": round(synth_mean, 4),
+            "warm_prove_s": round(prove_total / len(splits), 4),
+            "msm_share_of_prove": round(msm_s / prove_total, 3),
+            "partition_synthesis_cs_path_s": round(cs_s, 5),
+            "partition_synthesis_pce_path_s": round(pce_s, 5),
+            "pce_speedup": round(cs_s / pce_s, 2),
+        }
+        benchmark.extra_info.update(info)
+        print(f"\n{name}: " + ", ".join(f"{k}={v}" for k, v in info.items()))
+    finally:
+        prover.close()
