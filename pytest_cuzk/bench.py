@@ -143,6 +143,7 @@ class Runner:
     alive: Callable[[], bool]
     death_message: Callable[[], str]
     verify: Callable[[pb.SubmitProofRequest, bytes], bool] | None = None
+    mark: Callable[[str], None] | None = None
 
 
 def _one_proof(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, t0: float) -> ProofRecord:
@@ -221,6 +222,8 @@ def run_case(case: Case, runner: Runner, proofs: int, benchmark: Any | None) -> 
     start = time.monotonic()
 
     def wave() -> None:
+        if runner.mark is not None:
+            runner.mark(f"wave {len(result.proofs) // case.in_flight + 1}")
         result.proofs.extend(run_wave(runner, case.kind, case.in_flight))
 
     if benchmark is not None:

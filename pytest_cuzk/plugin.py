@@ -312,6 +312,7 @@ def _verifier(session: CuzkSession, kind: ProofKindInfo) -> Callable[[Any, bytes
 def cuzk_target(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> Target:
     """The ready daemon for this test's case (restarted for its batch size when spawned)."""
     case: Case = request.node.callspec.params.get("cuzk_case") or request.node.callspec.params["cuzk_kind"]
+    _bring_up(cuzk_session, case.label, case.batch_size)
     found = cuzk_session.data(case.kind.name)
     if isinstance(found, DataUnavailable):
         pytest.skip(str(found))
@@ -375,6 +376,7 @@ def cuzk_run(
     def run(case: Case) -> CaseResult:
         target = cuzk_target
         with ProvingClient(target.address) as client:
+            sampler = DaemonSampler(target.pid, s.sample_interval) if target.pid else None
             runner = Runner(
                 client=client,
                 make_request=lambda: cuzk_session.request(case.kind),
@@ -382,8 +384,8 @@ def cuzk_run(
                 alive=target.alive,
                 death_message=lambda: target.process.exit_message() if target.process else "",
                 verify=_verifier(cuzk_session, case.kind),
+                mark=sampler.mark if sampler else None,
             )
-            sampler = DaemonSampler(target.pid, s.sample_interval) if target.pid else None
             if sampler:
                 sampler.start()
             try:

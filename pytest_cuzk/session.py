@@ -271,12 +271,19 @@ class CuzkSession:
         if target.mode == "attach":
             if target.crashed:
                 raise DaemonExited(f"attached daemon {target.address} is gone: {target.crashed}")
+            if not target.cold:
+                cold = ColdStart(target.label, None)
+                t0 = time.monotonic()
+                with ProvingClient(target.address) as client:
+                    client.wait_ready(self.settings.start_timeout)
+                cold.start_s = time.monotonic() - t0
+                target.cold.append(cold)
             return target
         if target.process and not target.process.alive():
             target.restarts.append(f"restarted after crash: {target.process.exit_message()}")
             target.process = None
         if target.process is None or target.batch_size != batch_size:
-            self._restart(target, batch_size, kinds or [])
+            self._restart(target, batch_size, self.wanted_kinds() if kinds is None else kinds)
         return target
 
     def wanted_kinds(self, kinds: list[str] | None = None) -> list[ProofKindInfo]:
@@ -288,8 +295,6 @@ class CuzkSession:
         """A daemon that answers, has the SRS of ``kinds`` loaded and is warmed up for them."""
         wanted = self.wanted_kinds(kinds)
         target = self.started(label, batch_size, wanted)
-        if not target.cold:
-            target.cold.append(ColdStart(target.label, None))
         self._prepare(target, wanted, target.cold[-1])
         return target
 
@@ -321,8 +326,6 @@ class CuzkSession:
         if not todo:
             return
         with ProvingClient(target.address) as client:
-            if target.mode == "attach":
-                client.wait_ready(self.settings.start_timeout)
             for kind in todo:
                 t0 = time.monotonic()
                 client.preload_srs(kind.circuit_id, timeout_s=self.settings.ready_timeout)
@@ -396,7 +399,7 @@ class CuzkSession:
             gpu_models=[g.name for g in gpus],
             gpu_count=len(gpus),
             vram_total_bytes=sum(g.vram_total_bytes for g in gpus),
-            cpu_model="unknown (remote)",
+            cpu_model=f"unknown (remote host {target.label})",  # keeps unlike remote hosts apart
             cpu_cores=0,
             ram_bytes=0,
             hostname=target.label,

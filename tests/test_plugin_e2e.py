@@ -47,7 +47,7 @@ def test_suite_case_proves_verifies_measures_and_reports(inner, tmp_path):
         [
             "cuzk: daemon mode ref (--cuzk-daemon=ref)",
             "*cuzk proving summary*",
-            "test*winning*batch*",
+            "test*kind*batch*j*ok*failed*",
             "test_prove[[]winning-batch1-j1[]]*winning*1*1*2*0*",
             "cold start [[]local batch 1[]]*",
         ]
