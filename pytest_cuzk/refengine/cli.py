@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from . import faults
 from .config import DEFAULT_CONFIG_PATH, ConfigError, RefConfig, load_config
@@ -71,9 +72,10 @@ def _setup_logging(level: str) -> None:
 def run_daemon(config: RefConfig) -> int:
     """Serve until SIGTERM or SIGINT; returns the exit code."""
     from .engine import Engine
-    from .server import serve
+    from .server import bind_target, serve
     from .status_http import start_status_server
 
+    bind_target(config.listen)  # reject a bad address before any work
     if config.faults.any:
         log.warning("fault injection is on: %s", config.faults)
     faults.start_memory_growth(config.faults.grow_memory_mib_per_s)
@@ -104,6 +106,14 @@ def run_daemon(config: RefConfig) -> int:
     return 0
 
 
+def _exit_now(code: int) -> NoReturn:
+    """Exit without joining the prover's MSM threads: nobody will receive the proof they work on."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cuzk-ref`` console script."""
     args = _parser().parse_args(argv)
@@ -121,9 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(config.log_level)
     log.info("config: %s", config.source)
     try:
-        return run_daemon(config)
+        _exit_now(run_daemon(config))
     except (OSError, ValueError) as exc:
-        log.error("%s", exc)
         print(f"Error: {exc}", file=sys.stderr)
         return 1
 

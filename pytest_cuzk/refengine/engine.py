@@ -99,7 +99,7 @@ class Engine:
         self.completed: dict[str, int] = {}
         self.failed: dict[str, int] = {}
         self.durations: deque[tuple[str, float]] = deque(maxlen=1000)
-        self.pce_used: set[str] = set()
+        self.pce_resident: set[str] = set()
         self.srs_last_used: dict[str, float] = {}
         self.proving: Job | None = None
         self.synth_active = 0
@@ -109,7 +109,7 @@ class Engine:
         concurrency = config.synthesis_concurrency if config.pipeline_enabled else 1
         self._slots = threading.Semaphore(concurrency)
         self._synth_q: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
-        self._prove_q: list[Work] = []  # at most one synthesised work waits for the prove worker
+        self._prove_q: list[Work] = []  # the synthesised work being handed to the prove worker
         self._threads = [threading.Thread(target=self._dispatch_loop, name="ref-dispatcher", daemon=True)]
         self._threads += [
             threading.Thread(target=self._synth_loop, name=f"ref-synth-{i}", daemon=True)
@@ -133,7 +133,8 @@ class Engine:
         for thread in self._threads:
             thread.start()
         mode = "pipelined" if self.config.pipeline_enabled else "sequential"
-        log.info("cuzk-ref engine started (%s, %d synthesis worker(s))", mode, len(self._threads) - 2)
+        workers = sum(1 for t in self._threads if t.name.startswith("ref-synth"))
+        log.info("cuzk-ref engine started (%s, %d synthesis worker(s))", mode, workers)
 
     # ---- client-facing operations -------------------------------------------------------------
 
@@ -230,6 +231,11 @@ class Engine:
             while self._recent and now - self._recent[0].finished > _KEEP_FINISHED_S:
                 self._recent.popleft()
             return [*self._active.values(), *self._recent]
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int], list[tuple[str, float]]]:
+        """Copies of completed and failed counts per kind and the last 1000 (kind, seconds)."""
+        with self._lock:
+            return dict(self.completed), dict(self.failed), list(self.durations)
 
     def queue_depth(self) -> int:
         """Jobs waiting for a synthesis worker (cuzk's scheduler heap length)."""
@@ -349,9 +355,12 @@ class Engine:
             part["state"] = "synthesizing"
             synthesized = self.prover.synthesize(job.parsed, part["index"])
             part["state"], part["synth_ms"] = "synth_done", round(synthesized.synth_s * 1000)
-            if synthesized.used_pce:
-                self.pce_used.add(job.kind.name)
             parts.append(synthesized)
+        self.pce_resident.add(job.kind.name)  # used, or extracted by this synthesis: in memory either way
+        used = (
+            "yes" if all(p.used_pce for p in parts) else "partly" if any(p.used_pce for p in parts) else "no"
+        )
+        log.info("job %s synthesized (%d partition(s), PCE used: %s)", job.job_id, len(parts), used)
         work.parts += parts
         work.owners += [job] * len(parts)
 
@@ -370,11 +379,18 @@ class Engine:
     # ---- prove --------------------------------------------------------------------------------
 
     def _enqueue_prove(self, work: Work) -> None:
+        """Hand over to the prove worker and wait until it takes the work.
+
+        Holding the synthesis slot until then keeps the look-ahead to one synthesised job,
+        so everything behind it stays in the heap where priorities still order it.
+        """
         with self._lock:
             while self._prove_q and not self._stopping:
                 self._lock.wait()
             self._prove_q.append(work)
             self._lock.notify_all()
+            while work in self._prove_q and not self._stopping:
+                self._lock.wait()
 
     def _prove_loop(self) -> None:
         while True:

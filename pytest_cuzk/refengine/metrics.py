@@ -42,17 +42,15 @@ class EngineCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         """Yield cuzk's families in cuzk's order."""
         engine = self.engine
-        yield _metric(
-            "cuzk_proofs_completed", "Total proofs completed", "counter", sum(engine.completed.values())
-        )
-        yield _metric("cuzk_proofs_failed", "Total proofs failed", "counter", sum(engine.failed.values()))
+        completed, failed, durations = engine.counts()
+        yield _metric("cuzk_proofs_completed", "Total proofs completed", "counter", sum(completed.values()))
+        yield _metric("cuzk_proofs_failed", "Total proofs failed", "counter", sum(failed.values()))
         yield _metric("cuzk_uptime_seconds", "Daemon uptime in seconds", "gauge", round(engine.uptime_s()))
         yield _metric(
             "cuzk_queue_depth", "Jobs waiting in the scheduler queue", "gauge", engine.queue_depth()
         )
-        yield self._per_kind("cuzk_proofs_completed", "Proofs completed by kind", engine.completed)
-        yield self._per_kind("cuzk_proofs_failed", "Proofs failed by kind", engine.failed)
-        durations = list(engine.durations)
+        yield self._per_kind("cuzk_proofs_completed", "Proofs completed by kind", completed)
+        yield self._per_kind("cuzk_proofs_failed", "Proofs failed by kind", failed)
         if durations:
             summary = Metric(
                 "cuzk_proof_duration_seconds", "Proof duration (last 1000 completions)", "summary"

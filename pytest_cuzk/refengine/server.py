@@ -127,6 +127,7 @@ class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
     def GetStatus(self, request: pb.GetStatusRequest, context: grpc.ServicerContext) -> pb.GetStatusResponse:
         engine = self.engine
         jobs = engine.jobs()
+        completed, failed, _ = engine.counts()
         running = [j for j in jobs if j.state == RUNNING]
         queued = [j for j in jobs if j.state == "queued"]
         return pb.GetStatusResponse(
@@ -148,8 +149,8 @@ class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
                 )
                 for kind in KINDS.values()
             ],
-            total_proofs_completed=sum(engine.completed.values()),
-            total_proofs_failed=sum(engine.failed.values()),
+            total_proofs_completed=sum(completed.values()),
+            total_proofs_failed=sum(failed.values()),
             uptime_seconds=int(engine.uptime_s()),
         )
 

@@ -46,7 +46,7 @@ def _allocations(engine: Engine) -> tuple[list[dict[str, Any]], list[dict[str, A
         for cid, size in engine.prover.loaded()
     ]
     pce = []
-    for name in sorted(engine.pce_used):
+    for name in sorted(engine.pce_resident):
         path = engine.config.param_cache / KINDS[name].pce_file
         size = path.stat().st_size if path.exists() else 0
         pce.append(
@@ -72,11 +72,12 @@ def _pipelines(engine: Engine) -> list[dict[str, Any]]:
 
 
 def _counters(engine: Engine) -> dict[str, Any]:
+    completed, failed, _ = engine.counts()
     return {
-        "total_completed": sum(engine.completed.values()),
-        "total_failed": sum(engine.failed.values()),
-        "completed_by_kind": {KINDS[k].status_name: n for k, n in engine.completed.items()},
-        "failed_by_kind": {KINDS[k].status_name: n for k, n in engine.failed.items()},
+        "total_completed": sum(completed.values()),
+        "total_failed": sum(failed.values()),
+        "completed_by_kind": {KINDS[k].status_name: n for k, n in completed.items()},
+        "failed_by_kind": {KINDS[k].status_name: n for k, n in failed.items()},
         "queue_depth": engine.queue_depth(),
     }
 
