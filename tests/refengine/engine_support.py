@@ -1,0 +1,155 @@
+"""Helpers for the reference engine's tests: request data, in-process servers and ``cuzk-ref`` processes."""
+
+from __future__ import annotations
+
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from pytest_cuzk.inputs import build_request
+from pytest_cuzk.kinds import KINDS
+from pytest_cuzk.proto import pb, pb_grpc
+from pytest_cuzk.refengine.engine import Engine
+from pytest_cuzk.refengine.server import MAX_MESSAGE_BYTES
+
+READY = "cuzk-ref ready, serving on "
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+]
+
+
+@dataclass(frozen=True)
+class RefData:
+    """gendata's output: files plus the manifest's request fields per kind."""
+
+    root: Path
+    manifest: dict[str, Any]
+
+    def request(self, kind: str, request_id: str = "", **fields: Any) -> pb.SubmitProofRequest:
+        """A valid request for ``kind``; ``fields`` override the manifest's request fields."""
+        entry = self.manifest["kinds"][kind]
+        req = build_request(
+            KINDS[kind], self.root / entry["file"], entry.get("request", {}), request_id=request_id
+        )
+        for name, value in fields.items():
+            if name == "vanilla_proofs":
+                del req.vanilla_proofs[:]
+                req.vanilla_proofs.extend(value)
+            else:
+                setattr(req, name, value)
+        return req
+
+
+def short_socket_dir() -> Path:
+    """A short private directory for unix sockets (paths are limited to 107 bytes)."""
+    return Path(tempfile.mkdtemp(prefix="cuzkref-", dir="/tmp"))
+
+
+@dataclass
+class Running:
+    """An in-process engine + gRPC server and a client stub for it."""
+
+    engine: Engine
+    server: grpc.Server
+    address: str
+    channel: grpc.Channel
+    stub: pb_grpc.ProvingEngineStub
+
+    def stop(self) -> None:
+        """Shut the engine down and stop the server."""
+        self.channel.close()
+        self.engine.shutdown()
+        self.server.stop(0.5).wait(2)
+
+
+def connect(address: str) -> tuple[grpc.Channel, pb_grpc.ProvingEngineStub]:
+    """A channel and stub to a daemon at a ready-line address (``IP:port`` or ``unix://path``)."""
+    channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+    return channel, pb_grpc.ProvingEngineStub(channel)
+
+
+@dataclass
+class Daemon:
+    """A ``cuzk-ref`` subprocess with its output collected line by line."""
+
+    proc: subprocess.Popen[str]
+    lines: list[str] = field(default_factory=list)
+    _new: queue.Queue[str | None] = field(default_factory=queue.Queue)
+    _reader: threading.Thread | None = None
+
+    def __post_init__(self) -> None:
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            self._new.put(line)
+        self._new.put(None)
+
+    def wait_ready(self, timeout: float = 60.0) -> str:
+        """Wait for the ready line; returns the address it names."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._new.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                pytest.fail(f"cuzk-ref exited with {self.proc.wait()} before ready:\n{self.output}")
+            if READY in line:
+                return line.split(READY, 1)[1].strip()
+        pytest.fail(f"cuzk-ref not ready after {timeout} s:\n{self.output}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 5.0) -> int:
+        """Send ``sig`` and wait for the exit code (kill after ``timeout``)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        """Wait for the process to exit on its own and for its output to be read."""
+        code = self.proc.wait(timeout)
+        if self._reader is not None:
+            self._reader.join(timeout)
+        return code
+
+    @property
+    def output(self) -> str:
+        """Everything the daemon printed so far (stdout and stderr)."""
+        return "\n".join(self.lines)
+
+
+def write_config(path: Path, text: str) -> Path:
+    """Write a TOML config file and return its path."""
+    path.write_text(text)
+    return path
+
+
+def copy_params(src: Path, dst: Path, circuit_id: str) -> None:
+    """Copy one circuit's ``.params`` and ``.vk`` (not its PCE) into another cache."""
+    from pytest_cuzk.refengine.prover import RefProver
+
+    prover = RefProver(src)
+    prover.ensure_params(circuit_id)
+    params = prover.params_path(circuit_id)
+    dst.mkdir(parents=True, exist_ok=True)
+    for path in (params, params.with_suffix(".vk")):
+        shutil.copy2(path, dst / path.name)

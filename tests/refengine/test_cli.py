@@ -1,0 +1,239 @@
+"""``cuzk-ref`` as a process: config, readiness, signals, PCE reuse across restarts, fault injection."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+import psutil
+import pytest
+from engine_support import Daemon, RefData, connect, copy_params, short_socket_dir, write_config
+
+from pytest_cuzk.kinds import KINDS
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.config import FAULTS_ENV, ConfigError, Faults, load_config, parse_size
+from pytest_cuzk.refengine.verify import verify_proof
+
+Status = pb.AwaitProofResponse
+CUZK_TOML = """
+[daemon]
+listen = "127.0.0.1:0"
+future_key = "ignored like cuzk ignores it"
+[srs]
+param_cache = "{cache}"
+[scheduler]
+max_batch_size = 2
+max_batch_wait_ms = 250
+[pipeline]
+enabled = false
+[memory]
+total_budget = "{budget}"
+[gpus]
+devices = [0, 1]
+[ref]
+seed = 7
+[ref.faults]
+hang_at_proof = 3
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("1GiB", 1 << 30), ("512MiB", 512 << 20), ("2GB", 2 * 10**9), ("5MB", 5 * 10**6), ("1234", 1234)],
+)
+def test_sizes_parse_like_cuzk(text: str, size: int) -> None:
+    assert parse_size(text, "here") == size
+
+
+def test_config_reads_cuzk_sections_ignores_unknown_keys_and_env_faults_win(tmp_path: Path) -> None:
+    path = write_config(tmp_path / "cuzk.toml", CUZK_TOML.format(cache=tmp_path / "p", budget="64GiB"))
+    config = load_config(path, env={FAULTS_ENV: json.dumps({"corrupt_at_proof": 2})})
+    assert (config.listen, config.param_cache, config.max_batch_size, config.max_batch_wait_ms) == (
+        "127.0.0.1:0",
+        tmp_path / "p",
+        2,
+        250,
+    )
+    assert (config.pipeline_enabled, config.total_budget, config.gpu_devices, config.seed) == (
+        False,
+        64 << 30,
+        (0, 1),
+        7,
+    )
+    assert config.faults == Faults(hang_at_proof=3, corrupt_at_proof=2)
+    assert load_config(tmp_path / "absent.toml", env={}).listen == "unix:///run/curio/cuzk.sock"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[scheduler]\nmax_batch_size = 'two'", "scheduler.max_batch_size must be int, got str 'two'"),
+        ("[pipeline]\nenabled = 1", "pipeline.enabled must be bool, got int 1"),
+        ("[memory]\ntotal_budget = 'lots'", "memory.total_budget: cannot parse size 'lots'"),
+        ("[ref.faults]\nexplode = 1", "unknown fault 'explode'"),
+        ("[daemon\n", "not valid TOML"),
+    ],
+)
+def test_config_errors_name_the_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    path = write_config(tmp_path / "bad.toml", text)
+    with pytest.raises(ConfigError, match=str(path)) as info:
+        load_config(path, env={})
+    assert message in str(info.value)
+
+
+def daemon_config(tmp_path: Path, cache: Path, extra: str = "") -> Path:
+    """A config for a spawned daemon on a free 127.0.0.1 port."""
+    text = f'[daemon]\nlisten = "127.0.0.1:0"\n[srs]\nparam_cache = "{cache}"\n{extra}'
+    return write_config(tmp_path / "cuzk.toml", text)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_ready_line_comes_after_the_bind_and_signals_stop_cleanly(
+    sig: signal.Signals, spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
+) -> None:
+    daemon = spawn("-c", str(daemon_config(tmp_path, ref_params)), "--log-level", "debug")
+    address = daemon.wait_ready()
+    channel, stub = connect(address)
+    with channel:
+        assert stub.GetStatus(pb.GetStatusRequest(), timeout=2).uptime_seconds >= 0  # no retry: already bound
+        queued = stub.SubmitProof(ref_data.request("porep")).job_id
+        t0 = time.monotonic()
+        assert daemon.stop(sig) == 0
+    assert time.monotonic() - t0 < 3, daemon.output
+    assert f"received {sig.name}, shutting down" in daemon.output
+    assert queued  # the job was accepted; shutdown cancelled or abandoned it without hanging the exit
+
+
+def test_unix_listen_flag_overrides_the_config(
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path
+) -> None:
+    path = short_socket_dir() / "cuzk.sock"
+    daemon = spawn("-c", str(daemon_config(tmp_path, ref_params)), "-l", f"unix://{path}")
+    assert daemon.wait_ready() == f"unix://{path}"
+    channel, stub = connect(f"unix://{path}")
+    with channel:
+        assert len(stub.GetStatus(pb.GetStatusRequest(), timeout=2).queues) == 4
+    assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-l", "localhost:9820"], "invalid listen address"),
+        (["-c", "{bad}"], "pipeline.enabled must be bool"),
+    ],
+)
+def test_startup_errors_exit_1_with_the_reason(
+    args: list[str], message: str, spawn: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    bad = write_config(tmp_path / "bad.toml", "[pipeline]\nenabled = 'yes'\n")
+    daemon = spawn("-c", str(tmp_path / "absent.toml"), *[a.format(bad=bad) for a in args])
+    assert daemon.wait_exit() == 1
+    assert message in daemon.output
+
+
+def test_pce_written_by_one_daemon_is_used_by_the_next(
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
+) -> None:
+    cache = tmp_path / "cache"
+    copy_params(ref_params, cache, KINDS["wpost"].circuit_id)
+    pce = cache / KINDS["wpost"].pce_file
+    written = None
+    for used in ("no", "yes"):
+        daemon = spawn("-c", str(daemon_config(tmp_path, cache)))
+        channel, stub = connect(daemon.wait_ready())
+        with channel:
+            result = stub.Prove(pb.ProveRequest(submit=ref_data.request("wpost", request_id="w"))).result
+        assert result.status == Status.COMPLETED, result.error_message
+        assert daemon.stop() == 0
+        assert "job w synthesized (1 partition(s), PCE used: " + used + ")" in daemon.output
+        written = written or pce.stat().st_mtime_ns
+    assert pce.stat().st_mtime_ns == written  # the second daemon loaded the file, it did not extract again
+
+
+def test_gen_data_writes_all_four_kinds_and_a_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    cmd = [sys.executable, "-m", "pytest_cuzk.refengine.cli", "gen-data", str(out), "--seed", "3"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    names = {p.name for p in out.iterdir()}
+    assert {
+        "manifest.toml",
+        "c1.json",
+        "snap-vanilla.json",
+        "wpost-vanilla.json",
+        "winning-vanilla.json",
+    } <= names
+
+
+def test_console_script_is_installed() -> None:
+    script = shutil.which("cuzk-ref", path=str(Path(sys.executable).parent))
+    assert script, "cuzk-ref is not installed next to this Python; run pip install -e ."
+    reply = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60, check=True)
+    assert "--listen" in reply.stdout and "gen-data" in reply.stdout
+
+
+def fault_daemon(spawn: Callable[..., Daemon], tmp_path: Path, cache: Path, **faults: float) -> Daemon:
+    """A daemon with faults set through the environment, as the plugin's tests set them."""
+    return spawn("-c", str(daemon_config(tmp_path, cache)), env={FAULTS_ENV: json.dumps(faults)})
+
+
+def test_exit_before_ready_and_start_delay(
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path
+) -> None:
+    assert fault_daemon(spawn, tmp_path, ref_params, exit_before_ready=3).wait_exit() == 3
+    t0 = time.monotonic()
+    slow = fault_daemon(spawn, tmp_path, ref_params, start_delay_s=1.0)
+    slow.wait_ready()
+    assert time.monotonic() - t0 >= 1.0
+    assert slow.stop() == 0
+
+
+def test_die_at_proof_kills_the_daemon_with_sigkill(
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
+) -> None:
+    daemon = fault_daemon(spawn, tmp_path, ref_params, die_at_proof=2)
+    channel, stub = connect(daemon.wait_ready())
+    with channel:
+        assert (
+            stub.Prove(pb.ProveRequest(submit=ref_data.request("winning"))).result.status == Status.COMPLETED
+        )
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Prove(pb.ProveRequest(submit=ref_data.request("winning")))
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert daemon.proc.wait(10) == -signal.SIGKILL
+
+
+def test_hang_and_corrupt_at_proof(
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
+) -> None:
+    daemon = fault_daemon(spawn, tmp_path, ref_params, hang_at_proof=1, corrupt_at_proof=2)
+    channel, stub = connect(daemon.wait_ready())
+    with channel:
+        hung = stub.SubmitProof(ref_data.request("winning")).job_id
+        req = ref_data.request("winning")
+        corrupt = stub.Prove(pb.ProveRequest(submit=req)).result
+        assert corrupt.status == Status.COMPLETED
+        assert not verify_proof(ref_params, KINDS["winning"], req, corrupt.proof)
+        assert stub.AwaitProof(pb.AwaitProofRequest(job_id=hung, timeout_ms=200)).status == Status.TIMEOUT
+        assert stub.CancelProof(pb.CancelProofRequest(job_id=hung)).was_running is True
+    assert daemon.stop() == 0
+
+
+def test_memory_growth_fault_grows_rss(
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path
+) -> None:
+    daemon = fault_daemon(spawn, tmp_path, ref_params, grow_memory_mib_per_s=100)
+    daemon.wait_ready()
+    process = psutil.Process(daemon.proc.pid)
+    before = process.memory_info().rss
+    time.sleep(1.0)
+    grown = process.memory_info().rss - before
+    assert daemon.stop(signal.SIGKILL) == -signal.SIGKILL
+    assert grown > 50 << 20, f"RSS grew by {grown >> 20} MiB only"
