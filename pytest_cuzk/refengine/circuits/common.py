@@ -20,10 +20,11 @@ __all__ = [
     "BlobReader",
     "BlobWriter",
     "MerkleTree",
+    "bytes_to_fr_masked",
+    "challenge_bits",
     "derive_challenge",
     "prove_inclusion",
     "prover_id",
-    "zero_num",
 ]
 
 
@@ -50,19 +51,6 @@ class MerkleTree:
     def path(self, index: int) -> list[int]:
         """Siblings from the leaf at ``index`` up to (not including) the root."""
         return [level[(index >> i) ^ 1] for i, level in enumerate(self.levels[:-1])]
-
-
-def root_from_path(leaf: int, index: int, path: list[int]) -> int:
-    """The root a path leads to, natively (what the gadget computes)."""
-    cur = leaf
-    for i, sib in enumerate(path):
-        cur = hash2(sib, cur) if (index >> i) & 1 else hash2(cur, sib)
-    return cur
-
-
-def zero_num(cs: WitnessCS) -> Num:
-    """The constant 0 in ``cs``'s mode."""
-    return Num(0, {} if cs.builds_lcs else None)
 
 
 def prove_inclusion(cs: WitnessCS, leaf: Num, bits: list[Num], path: list[int], root: Num) -> None:

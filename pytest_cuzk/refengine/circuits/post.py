@@ -60,7 +60,9 @@ def slots(kind: int, p: Preset) -> tuple[int, int]:
     return p.wpost_sectors, p.wpost_challenges
 
 
-def sector_challenges(kind: int, p: Preset, randomness: int, prover: int, sector_id: int, partition: int):
+def sector_challenges(
+    kind: int, p: Preset, randomness: int, prover: int, sector_id: int, partition: int
+) -> tuple[int, ...]:
     """The challenged leaf indices of one sector."""
     _, n = slots(kind, p)
     extra = [partition] if kind == pb.WINDOW_POST_PARTITION else []
