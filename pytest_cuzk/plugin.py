@@ -8,7 +8,6 @@ cases (kind × batch size × concurrency × daemon) come from ``pytest_generate_
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from .data import DataUnavailable
 from .errors import CuzkError, DaemonUnavailable
 from .gates import baseline_mapping, check_gates
 from .kinds import KINDS, ProofKindInfo
-from .report import metric_deltas, summary_lines
+from .report import summary_lines
 from .session import CuzkSession, Target
 from .settings import add_options, resolve_settings
 
@@ -212,10 +211,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if session is None or not (session.rows or session.colds):
         return
     for target in session.targets.values():
-        before = session.metrics_start.get(target.label)
-        if before is not None and target.address:
-            with contextlib.suppress(CuzkError), ProvingClient(target.address) as client:
-                session.metric_changes[target.label] = metric_deltas(before, _metric_values(client))
+        session.fold_metrics(target)
     terminalreporter.write_sep("=", "cuzk proving summary")
     for line in summary_lines(session.rows, session.colds.values(), session):
         terminalreporter.write_line(line)
@@ -242,10 +238,6 @@ def cuzk_data(cuzk_session: CuzkSession) -> CuzkData:
     return CuzkData(cuzk_session)
 
 
-def _metric_values(client: ProvingClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {key: sample.value for key, sample in client.metric_samples().by_key.items()}
-
-
 def _bring_up(
     session: CuzkSession, label: str | None = None, batch_size: int = 1, kinds: list[str] | None = None
 ) -> Target:
@@ -258,9 +250,7 @@ def _bring_up(
         if session.resolve_mode().mode == "attach":
             pytest.skip(str(exc))
         raise
-    if target.label not in session.metrics_start:
-        with ProvingClient(target.address) as client:
-            session.metrics_start[target.label] = _metric_values(client)
+    session.watch_metrics(target)
     return target
 
 
@@ -305,7 +295,8 @@ def _verifier(session: CuzkSession, kind: ProofKindInfo) -> Callable[[Any, bytes
     from .refengine.verify import verify_proof
 
     cache = session.param_cache
-    return lambda req, proof: verify_proof(cache, kind, req, proof)
+    preset = session.settings.preset
+    return lambda req, proof: verify_proof(cache, kind, req, proof, preset=preset)
 
 
 @pytest.fixture

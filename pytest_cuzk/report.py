@@ -36,16 +36,11 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def metric_deltas(
-    before: dict[tuple[str, tuple[tuple[str, str], ...]], float],
-    after: dict[tuple[str, tuple[tuple[str, str], ...]], float],
-) -> list[str]:
-    """Counters and gauges that moved over the run, as ``name{labels}: +N``."""
+def metric_deltas(totals: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> list[str]:
+    """Counters that moved over the run, as ``name{labels}: +N`` (durations left out)."""
     lines = []
-    for key in sorted(after):
-        delta = after[key] - before.get(key, 0.0)
-        name, labels = key
-        if delta and not name.endswith(("_seconds", "_sum")):
+    for (name, labels), delta in sorted(totals.items()):
+        if delta and not name.endswith(("_seconds", "_sum", "_uptime_seconds")) and "uptime" not in name:
             label = "{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}" if labels else ""
             lines.append(f"  {name}{label}: {delta:+g}")
     return lines
@@ -87,7 +82,8 @@ def summary_lines(
         lines += [f"  note: {n}" for n in cold.get("notes", [])]
         lines += [f"  {r}" for r in cold.get("restarts", [])]
     lines += [f"data: {n}" for n in session.data_notes]
-    for label, deltas in session.metric_changes.items():
+    for label, totals in session.metric_totals.items():
+        deltas = metric_deltas(totals)
         if deltas:
             lines.append(f"daemon metrics over the run [{label}]:")
             lines += deltas

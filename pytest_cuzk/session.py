@@ -32,7 +32,9 @@ from .kinds import KINDS, ProofKindInfo
 from .proto import pb
 from .settings import Settings
 
-__all__ = ["PCE_MAGIC", "ColdStart", "CuzkSession", "Target"]
+__all__ = ["PCE_MAGIC", "ColdStart", "CuzkSession", "MetricValues", "Target"]
+
+MetricValues = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 PCE_MAGIC = b"PCE\x02"
 DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "fixtures" / "manifest.toml"
@@ -121,8 +123,8 @@ class CuzkSession:
         self.colds: dict[str, dict[str, Any]] = {}
         self.results_db: Any = None
         self.runs: dict[str, str] = {}
-        self.metrics_start: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = {}
-        self.metric_changes: dict[str, list[str]] = {}
+        self._metric_base: dict[str, MetricValues] = {}
+        self.metric_totals: dict[str, MetricValues] = {}
 
     # --- mode and targets -------------------------------------------------------------------------
     def resolve_mode(self) -> ModeChoice:
@@ -298,8 +300,29 @@ class CuzkSession:
         self._prepare(target, wanted, target.cold[-1])
         return target
 
+    def watch_metrics(self, target: Target) -> None:
+        """Remember the daemon's counters now, so the run's changes can be reported."""
+        if target.label not in self._metric_base:
+            with ProvingClient(target.address) as client:
+                self._metric_base[target.label] = _metric_values(client)
+
+    def fold_metrics(self, target: Target) -> None:
+        """Add what the counters moved since ``watch_metrics`` to the run's totals (before a restart)."""
+        base = self._metric_base.pop(target.label, None)
+        if base is None or not target.alive():
+            return
+        try:
+            with ProvingClient(target.address) as client:
+                now = _metric_values(client)
+        except CuzkError:
+            return
+        totals = self.metric_totals.setdefault(target.label, {})
+        for key, value in now.items():
+            totals[key] = totals.get(key, 0.0) + value - base.get(key, 0.0)
+
     def _restart(self, target: Target, batch_size: int, kinds: list[ProofKindInfo]) -> None:
         if target.process:
+            self.fold_metrics(target)
             target.process.stop()
         cold = ColdStart(target.label, batch_size)
         target.ready_kinds = set()
@@ -417,6 +440,10 @@ class CuzkSession:
                 target.process.stop()
         with contextlib.suppress(OSError):
             shutil.rmtree(self.tmpdir)
+
+
+def _metric_values(client: ProvingClient) -> MetricValues:
+    return {key: sample.value for key, sample in client.metric_samples().by_key.items()}
 
 
 def _is_local(address: str) -> bool:
