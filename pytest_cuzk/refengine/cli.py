@@ -76,7 +76,7 @@ def run_daemon(config: RefConfig) -> int:
     from .status_http import start_status_server
 
     bind_target(config.listen)  # reject a bad address before any work
-    if config.faults.any:
+    if config.faults.active:
         log.warning("fault injection is on: %s", config.faults)
     faults.start_memory_growth(config.faults.grow_memory_mib_per_s)
     engine = Engine.from_config(config)

@@ -56,7 +56,7 @@ class Faults:
     grow_memory_mib_per_s: float = 0.0  # allocate and touch memory until killed
 
     @property
-    def any(self) -> bool:
+    def active(self) -> bool:
         """Whether any fault is switched on (logged at start so nobody mistakes it for a bug)."""
         return self != Faults()
 

@@ -21,15 +21,15 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..kinds import ProofKindInfo, by_enum
 from ..proto import pb
 from . import faults
 from .config import RefConfig
-from .prover import JobInputError
+from .prover import JobInputError, ParsedJob, RefProver, Synthesized
 
-__all__ = ["SHUTDOWN_MESSAGE", "Engine", "Job", "ProverLike"]
+__all__ = ["SHUTDOWN_MESSAGE", "Engine", "Job"]
 
 log = logging.getLogger("cuzk_ref.engine")
 QUEUED, RUNNING, DONE = "queued", "running", "done"
@@ -37,20 +37,6 @@ SHUTDOWN_MESSAGE = "daemon shutting down"
 _HONOURED_PRIORITIES = (pb.LOW, pb.HIGH, pb.CRITICAL)
 _KEEP_FINISHED_S = 30.0
 Status = pb.AwaitProofResponse
-
-
-class ProverLike(Protocol):
-    """What the engine needs from :class:`~pytest_cuzk.refengine.prover.RefProver`."""
-
-    def ensure_params(self, circuit_id: str) -> None: ...
-    def ensure_loaded(self, circuit_id: str) -> float: ...
-    def preload(self, circuit_id: str) -> tuple[bool, float]: ...
-    def evict(self, circuit_id: str) -> tuple[bool, int]: ...
-    def loaded(self) -> list[tuple[str, int]]: ...
-    def parse(self, kind: ProofKindInfo, req: pb.SubmitProofRequest) -> Any: ...
-    def synthesize(self, job: Any, partition: int) -> Any: ...
-    def prove(self, parts: Any) -> list[bytes]: ...
-    def self_check(self, job: Any, proof: bytes) -> bool: ...
 
 
 @dataclass(eq=False)
@@ -67,7 +53,7 @@ class Job:
     started: float = 0.0
     finished: float = 0.0
     proof_no: int = 0
-    parsed: Any = None
+    parsed: ParsedJob | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)  # per-partition progress for /status
     result: pb.AwaitProofResponse | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -80,14 +66,14 @@ class Work:
     jobs: list[Job]
     srs_s: float = 0.0
     synth_s: float = 0.0
-    parts: list[Any] = field(default_factory=list)
+    parts: list[Synthesized] = field(default_factory=list)
     owners: list[Job] = field(default_factory=list)  # the job each entry of ``parts`` belongs to
 
 
 class Engine:
     """Queue, dispatcher, synthesis workers and the prove worker around one prover."""
 
-    def __init__(self, config: RefConfig, prover: ProverLike) -> None:
+    def __init__(self, config: RefConfig, prover: RefProver) -> None:
         self.config = config
         self.prover = prover
         self.started_at = time.monotonic()
@@ -121,8 +107,6 @@ class Engine:
     @classmethod
     def from_config(cls, config: RefConfig) -> Engine:
         """Build the engine around a :class:`RefProver` set up from ``config``."""
-        from .prover import RefProver
-
         prover = RefProver(
             config.param_cache, preset=config.preset, seed=config.seed, threads=config.synthesis_threads
         )
@@ -176,7 +160,8 @@ class Engine:
     def lookup(self, job_id: str) -> pb.AwaitProofResponse | Job:
         """The stored result for ``job_id`` (checked first, like cuzk), else its queued or running job."""
         with self._lock:
-            found = self._results.get(job_id) or self._active.get(job_id)
+            found = self._results.get(job_id)
+            found = self._active.get(job_id) if found is None else found
         if found is None:
             raise KeyError(f"job not found: {job_id}")
         return found
@@ -226,11 +211,14 @@ class Engine:
 
     def jobs(self) -> list[Job]:
         """Queued and running jobs, plus jobs that finished in the last 30 s (like cuzk's tracker)."""
-        now = time.monotonic()
         with self._lock:
-            while self._recent and now - self._recent[0].finished > _KEEP_FINISHED_S:
-                self._recent.popleft()
+            self._forget_old()
             return [*self._active.values(), *self._recent]
+
+    def _forget_old(self) -> None:
+        now = time.monotonic()
+        while self._recent and now - self._recent[0].finished > _KEEP_FINISHED_S:
+            self._recent.popleft()
 
     def counts(self) -> tuple[dict[str, int], dict[str, int], list[tuple[str, float]]]:
         """Copies of completed and failed counts per kind and the last 1000 (kind, seconds)."""
@@ -483,6 +471,7 @@ class Engine:
             if self._active.get(job.job_id) is job:
                 del self._active[job.job_id]
             self._recent.append(job)
+            self._forget_old()
             name = job.kind.name
             if result.status == Status.COMPLETED:
                 self.completed[name] = self.completed.get(name, 0) + 1
