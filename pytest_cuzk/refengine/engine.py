@@ -195,7 +195,9 @@ class Engine:
         """Stop taking work and cancel queued jobs; a proof being proved is not waited for."""
         with self._lock:
             self._stopping = True
-            for job in [j for j in self._active.values() if j.state == QUEUED]:
+            queued = [j for j in self._active.values() if j.state == QUEUED]
+            log.info("cancelling %d queued job(s) at shutdown", len(queued))
+            for job in queued:
                 self._finish(
                     job,
                     pb.AwaitProofResponse(
