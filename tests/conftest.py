@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pytest
 
-SUITE = Path(__file__).parent / "suite"
-
 
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -23,7 +21,7 @@ def inner(pytester: pytest.Pytester, shared_cache: Path):
     """Run pytest in a subprocess against the reference engine with the shared cache.
 
     ``inner(files, *args)`` writes the test files (name -> source) and returns the
-    RunResult; the suite's own files are available as ``SUITE / name``.
+    RunResult.
     """
 
     def run(files: dict[str, str], *args: str, timeout: float = 300):

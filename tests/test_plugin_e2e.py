@@ -7,13 +7,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
-from conftest import SUITE
-
-PROVE = (SUITE / "test_prove.py").read_text()
+PROVE = (Path(__file__).parent / "suite" / "test_prove.py").read_text()
 RECORD_DAEMON = """
 import os
 def test_records_daemon(cuzk_daemon, cuzk_client):

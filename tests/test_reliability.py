@@ -8,13 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
-from conftest import SUITE
-
-PROVE = (SUITE / "test_prove.py").read_text()
+PROVE = (Path(__file__).parent / "suite" / "test_prove.py").read_text()
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
 
 DIES_THEN_RESTARTS = """
