@@ -65,7 +65,7 @@ def test_suite_case_proves_verifies_measures_and_reports(inner, tmp_path):
 
 
 def test_batch_sizes_group_tests_so_the_daemon_restarts_once_per_size(inner):
-    result = inner({"test_prove": PROVE}, "-k", "snap", "--cuzk-batch-sizes=2,1", "--cuzk-concurrency=1,2")
+    result = inner({"test_prove": PROVE}, "-k", "porep", "--cuzk-batch-sizes=2,1", "--cuzk-concurrency=1,2")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*cold start [[]local batch 1[]]*", "*cold start [[]local batch 2[]]*"])
     assert result.stdout.str().count("cold start [") == 2

@@ -18,10 +18,10 @@ from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.proofcheck import check_proof
 from pytest_cuzk.proto import pb
 
-from .conftest import connect, write_config
+from engine_support import connect, write_config
 
-MAX_CASES = 120
-MAX_SECONDS = 60.0
+MAX_CASES = 60
+MAX_SECONDS = 25.0
 CLEAN_CODES = {
     grpc.StatusCode.INVALID_ARGUMENT,
     grpc.StatusCode.NOT_FOUND,
