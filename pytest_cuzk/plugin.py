@@ -82,9 +82,17 @@ def pytest_configure(config: pytest.Config) -> None:
     keep_large_buffers()
     config.stash[CUZK_SESSION] = session
     _SESSIONS.append(session)
-    if len(session.settings.attach) > 1 and getattr(config.option, "dist", "no") == "load":
-        # Many daemons under xdist: each worker takes one daemon's tests, so hosts prove in parallel.
-        config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With several daemons under xdist, each worker takes one daemon's tests (plain ``-n N``)."""
+    session = config.stash[CUZK_SESSION]
+    if len(session.settings.attach) < 2 or config.getvalue("dist") != "load":
+        return None
+    from .fleet import DaemonScheduling
+
+    return DaemonScheduling(config, log, session.labels)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -127,8 +135,7 @@ def _cases(session: CuzkSession, per_kind: bool) -> list[Any]:
                     continue
                 case = Case(label, kind, b, j, attached=attached and not per_kind, show_label=show_label)
                 case_id = case.id if not per_kind else "-".join(([label] if show_label else []) + [kind.name])
-                marks = [pytest.mark.xdist_group(label)] if len(session.labels) > 1 else []
-                params.append(pytest.param(case, id=case_id, marks=marks))
+                params.append(pytest.param(case, id=case_id))
     return params
 
 

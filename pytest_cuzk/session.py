@@ -134,7 +134,7 @@ class CuzkSession:
             self.choice = choose_mode(s.daemon, s.addr, s.attach, s.binary)
             if self.choice.mode == "attach":
                 for addr in self.choice.addresses:
-                    label = s.labels.get(addr) or _label_from(addr)
+                    label = s.labels.get(addr) or label_from_address(addr)
                     self.targets[label] = Target(label, addr, "attach")
             else:
                 self.targets["local"] = Target("local", "", self.choice.mode)
@@ -452,7 +452,7 @@ def _is_local(address: str) -> bool:
     return address.startswith("unix:") or host in ("localhost", "127.0.0.1", "::1")
 
 
-def _label_from(address: str) -> str:
+def label_from_address(address: str) -> str:
     """A short host label from an address: ``10.0.0.5:9820`` -> ``10.0.0.5-9820``."""
     text = address.split("://", 1)[-1].strip("/")
     return text.replace("[", "").replace("]", "").replace(":", "-").replace("/", "_")
