@@ -47,7 +47,7 @@ def _rss_panel(ax: Axes, report: MemoryReport) -> None:
             label=f"VmHWM peak {report.rss_hwm_peak_bytes / _MIB:.0f} MiB ({report.rss_hwm_scope})",
         )
     ax.set_ylabel("RSS (MiB)")
-    ax.set_ylim(bottom=0)
+    _headroom(ax)
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(alpha=0.3)
 
@@ -67,8 +67,14 @@ def _vram_panel(ax: Axes, report: MemoryReport) -> None:
     if report.vram_source == "pids" and s.device_used_bytes is not None:
         used = [b / _MIB for b in s.device_used_bytes]
         ax.plot(s.t_s, used, label="device used, all processes", color="tab:gray", linewidth=0.8)
-    ax.set_ylim(bottom=0)
+    _headroom(ax)
     ax.legend(loc="lower right", fontsize=8)
+
+
+def _headroom(ax: Axes) -> None:
+    """Start at zero and leave room above the highest line, so a flat line is not hidden by the frame."""
+    top = max((max(line.get_ydata(), default=0) for line in ax.get_lines()), default=0)
+    ax.set_ylim(0, max(float(top) * 1.15, 1.0))
 
 
 def _annotate_peak(ax: Axes, t_s: list[float], values: list[int]) -> None:

@@ -23,7 +23,7 @@ _COLUMNS = (
 
 
 def _size(n: Any) -> str:
-    return "n/a" if not n else f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+    return "n/a" if n is None else f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
 
 
 def _num(v: float | None, fmt: str = "{:.2f}") -> str:
