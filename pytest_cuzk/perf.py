@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 
 from .kinds import by_name
 from .results import ResultRow, ResultsDB
-from .settings import parse_size
+from .units import parse_size
 
 __all__ = ["METRICS", "Metric", "main", "parse_fail", "parse_percent"]
 
@@ -87,7 +86,7 @@ def parse_fail(text: str) -> dict[str, float]:
 def _size(text: str) -> int:
     try:
         return parse_size(text, "--ram")
-    except pytest.UsageError as exc:
+    except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 

@@ -16,23 +16,12 @@ from typing import Any
 import pytest
 
 from .kinds import KINDS, by_name
+from .units import parse_size
 
-__all__ = ["OPTIONS", "Settings", "add_options", "parse_size", "resolve_settings"]
+__all__ = ["OPTIONS", "Settings", "add_options", "resolve_settings"]
 
 DEFAULT_ADDR = "127.0.0.1:9820"
 MODES = ("auto", "spawn", "ref")
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|KiB|MB|MiB|GB|GiB|TB|TiB)?\s*$", re.IGNORECASE)
-_UNITS = {
-    "b": 1,
-    "kb": 10**3,
-    "kib": 2**10,
-    "mb": 10**6,
-    "mib": 2**20,
-    "gb": 10**9,
-    "gib": 2**30,
-    "tb": 10**12,
-    "tib": 2**40,
-}
 
 
 @dataclass(frozen=True)
@@ -183,14 +172,11 @@ def _raw(config: pytest.Config, opt: Option) -> tuple[Any, str]:
     return opt.default, f"default of {opt.flag}"
 
 
-def parse_size(text: str, where: str) -> int:
-    """Bytes from ``200GiB``, ``512 MB`` or a plain byte count."""
-    m = _SIZE.match(str(text))
-    if not m:
-        raise pytest.UsageError(
-            f"Invalid size {text!r} from {where}: use a number with B, MB, MiB, GB or GiB"
-        )
-    return int(float(m.group(1)) * _UNITS[(m.group(2) or "b").lower()])
+def _size(text: str, where: str) -> int:
+    try:
+        return parse_size(text, where)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
 
 
 def _kind_map(text: str | None, where: str, parse: Any) -> dict[str, Any]:
@@ -341,8 +327,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
         proofs=int(proofs),
         sample_interval=_float(raw["sample-interval"][0], raw["sample-interval"][1]),
         min_throughput=_kind_map(raw["min-throughput"][0], raw["min-throughput"][1], _throughput),
-        max_rss=_kind_map(raw["max-rss"][0], raw["max-rss"][1], parse_size),
-        max_vram=_kind_map(raw["max-vram"][0], raw["max-vram"][1], parse_size),
+        max_rss=_kind_map(raw["max-rss"][0], raw["max-rss"][1], _size),
+        max_vram=_kind_map(raw["max-vram"][0], raw["max-vram"][1], _size),
         compare_fail=_compare_fail(raw["compare-fail"][0], raw["compare-fail"][1]),
         baseline=path("baseline"),
         plots=path("plots"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cuzk.settings import OPTIONS, parse_size, resolve_settings
+from pytest_cuzk.settings import OPTIONS, resolve_settings
+from pytest_cuzk.units import parse_size
 
 
 def test_help_lists_every_option(pytester):
@@ -71,4 +72,7 @@ def test_kind_maps_and_gates_parse(pytester):
 def test_parse_size_units():
     assert parse_size("512 MiB", "x") == 512 * 2**20
     assert parse_size("1.5GB", "x") == 1_500_000_000
+    assert parse_size("50GiB", "x") == 50 * 2**30
     assert parse_size("1024", "x") == 1024
+    with pytest.raises(ValueError, match=r"Invalid size 'lots' from memory\.total_budget"):
+        parse_size("lots", "memory.total_budget")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+
+from .. import units
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,8 +37,6 @@ __all__ = [
 DEFAULT_CONFIG_PATH = Path("/data/zk/cuzk.toml")
 FAULTS_ENV = "CUZK_REF_FAULTS"
 GIB = 1 << 30
-_SIZE_UNITS = {"GiB": GIB, "MiB": 1 << 20, "GB": 10**9, "MB": 10**6}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(GiB|MiB|GB|MB)?\s*$")
 
 
 class ConfigError(ValueError):
@@ -105,14 +104,11 @@ _KEYS: dict[tuple[str, str], tuple[str, type | tuple[type, ...]]] = {
 
 
 def parse_size(text: str, where: str) -> int:
-    """Parse cuzk's size syntax: a byte count or a number with GiB, MiB, GB or MB."""
-    match = _SIZE_RE.match(text)
-    if not match:
-        raise ConfigError(
-            f"{where}: cannot parse size {text!r}; use bytes or a number with GiB, MiB, GB or MB"
-        )
-    number, unit = match.groups()
-    return int(float(number) * _SIZE_UNITS.get(unit or "", 1))
+    """Parse a size (cuzk writes ``50GiB``); a ConfigError names the file and key, where cuzk guesses."""
+    try:
+        return units.parse_size(text, where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _typed(value: Any, expected: type | tuple[type, ...], where: str) -> Any:

@@ -77,7 +77,7 @@ def test_config_reads_cuzk_sections_ignores_unknown_keys_and_env_faults_win(tmp_
     [
         ("[scheduler]\nmax_batch_size = 'two'", "scheduler.max_batch_size must be int, got str 'two'"),
         ("[pipeline]\nenabled = 1", "pipeline.enabled must be bool, got int 1"),
-        ("[memory]\ntotal_budget = 'lots'", "memory.total_budget: cannot parse size 'lots'"),
+        ("[memory]\ntotal_budget = 'lots'", "memory.total_budget: use a number with B, MB, MiB, GB or GiB"),
         ("[ref.faults]\nexplode = 1", "unknown fault 'explode'"),
         ("[daemon\n", "not valid TOML"),
     ],
