@@ -17,7 +17,7 @@ import os
 import platform
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,7 @@ __all__ = [
     "HostInfo",
     "binary_sha256",
     "daemon_identity",
+    "hardware_fingerprint",
     "host_info",
     "nvml_handles",
     "nvml_query",
@@ -131,8 +132,12 @@ class HostInfo:
             "driver_version": self.driver_version,
             "cuda_driver_version": self.cuda_driver_version,
         }
-        blob = json.dumps(hardware, sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        return hardware_fingerprint(hardware)
+
+
+def hardware_fingerprint(facts: Mapping[str, Any]) -> str:
+    """16 hex digits of sha256 over JSON-sorted hardware facts: the one way hosts are keyed."""
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def host_info() -> HostInfo:

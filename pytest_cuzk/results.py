@@ -18,8 +18,6 @@ ordinary transactions, and an advisory lock around schema creation and migration
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import os
 import sys
 import uuid
@@ -32,6 +30,8 @@ from typing import Any
 import sqlalchemy as sa
 from filelock import FileLock
 from sqlalchemy.dialects import postgresql, sqlite
+
+from .hostinfo import HostInfo, hardware_fingerprint
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -104,8 +104,23 @@ class HostRecord:
         """
         keys = ("gpu_models", "gpu_count", "vram_total_bytes", "cpu_model", "cpu_cores", "ram_bytes")
         stable = {k: facts.get(k) for k in (*keys, "driver", "cuda")}
-        digest = hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
-        return cls(fingerprint=digest, **facts)
+        return cls(fingerprint=hardware_fingerprint(stable), **facts)
+
+    @classmethod
+    def from_host(cls, host: HostInfo) -> HostRecord:
+        """A described machine, keyed by the same fingerprint as its pytest-benchmark machine info."""
+        return cls(
+            fingerprint=host.fingerprint(),
+            gpu_models=[g.name for g in host.gpus],
+            gpu_count=len(host.gpus),
+            vram_total_bytes=sum(g.vram_total_bytes for g in host.gpus),
+            cpu_model=host.cpu_model,
+            cpu_cores=host.cpu_logical_cores,
+            ram_bytes=host.ram_total_bytes,
+            driver=host.driver_version or "",
+            cuda=host.cuda_driver_version or "",
+            hostname=host.hostname,
+        )
 
 
 @dataclass(frozen=True)

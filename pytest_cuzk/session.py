@@ -403,19 +403,7 @@ class CuzkSession:
         from .results import HostRecord
 
         if target.mode != "attach" or _is_local(target.address):
-            host = host_info()
-            return HostRecord(
-                fingerprint=host.fingerprint(),
-                gpu_models=[g.name for g in host.gpus],
-                gpu_count=len(host.gpus),
-                vram_total_bytes=sum(g.vram_total_bytes for g in host.gpus),
-                cpu_model=host.cpu_model,
-                cpu_cores=host.cpu_logical_cores,
-                ram_bytes=host.ram_total_bytes,
-                driver=host.driver_version or "",
-                cuda=host.cuda_driver_version or "",
-                hostname=host.hostname,
-            )
+            return HostRecord.from_host(host_info())
         with ProvingClient(target.address) as client:
             gpus = list(client.status().gpus)
         return HostRecord.of(
