@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support import PROVE_SOURCE
+
 from pytest_cuzk.results import ResultsDB
 
-PROVE = (Path(__file__).parent / "suite" / "test_prove.py").read_text()
 CLI = [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
 
 
@@ -28,7 +29,7 @@ def test_two_daemons_prove_in_parallel_and_land_in_one_database(pytester, tmp_pa
     subprocess.run([*CLI, "gen-data", str(data)], check=True, stdout=subprocess.DEVNULL)
     (a, addr_a), (b, addr_b) = _daemon(tmp_path, "a", params), _daemon(tmp_path, "b", params)
     db = f"sqlite:///{tmp_path / 'fleet.db'}"
-    pytester.makepyfile(test_prove=PROVE)
+    pytester.makepyfile(test_prove=PROVE_SOURCE)
     try:
         result = pytester.runpytest_subprocess(
             "-n",

@@ -7,12 +7,12 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import psutil
 import pytest
+from support import PROVE_SOURCE, process_gone
 
-PROVE = (Path(__file__).parent / "suite" / "test_prove.py").read_text()
+from pytest_cuzk.results import ResultsDB
+
 RECORD_DAEMON = """
 import os
 def test_records_daemon(cuzk_daemon, cuzk_client):
@@ -23,18 +23,11 @@ def test_records_daemon(cuzk_daemon, cuzk_client):
 """
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 def test_suite_case_proves_verifies_measures_and_reports(inner, tmp_path):
     out = tmp_path / "bench.json"
     plots = tmp_path / "plots"
     result = inner(
-        {"test_prove": PROVE},
+        {"test_prove": PROVE_SOURCE},
         "-k",
         "winning",
         "--cuzk-batch-sizes=1",
@@ -65,7 +58,8 @@ def test_suite_case_proves_verifies_measures_and_reports(inner, tmp_path):
 
 
 def test_batch_sizes_group_tests_so_the_daemon_restarts_once_per_size(inner):
-    result = inner({"test_prove": PROVE}, "-k", "porep", "--cuzk-batch-sizes=2,1", "--cuzk-concurrency=1,2")
+    args = ("-k", "porep", "--cuzk-batch-sizes=2,1", "--cuzk-concurrency=1,2")
+    result = inner({"test_prove": PROVE_SOURCE}, *args)
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*cold start [[]local batch 1[]]*", "*cold start [[]local batch 2[]]*"])
     assert result.stdout.str().count("cold start [") == 2
@@ -77,7 +71,7 @@ def test_spawned_daemons_are_gone_after_the_session(inner, tmp_path, monkeypatch
     inner({"test_daemon": RECORD_DAEMON}).assert_outcomes(passed=1)
     (line,) = record.read_text().splitlines()
     pid = int(line.split()[1])
-    assert _gone(pid), f"daemon {pid} outlived the session"
+    assert process_gone(pid), f"daemon {pid} outlived the session"
 
 
 def test_xdist_gives_each_worker_its_own_daemon(inner, tmp_path, monkeypatch):
@@ -88,7 +82,7 @@ def test_xdist_gives_each_worker_its_own_daemon(inner, tmp_path, monkeypatch):
     rows = [line.split() for line in record.read_text().splitlines()]
     assert {r[0] for r in rows} == {"gw0", "gw1"}
     assert len({r[2] for r in rows}) == 2, "distinct sockets per worker"
-    assert all(_gone(int(r[1])) for r in rows)
+    assert all(process_gone(int(r[1])) for r in rows)
 
 
 def test_attached_daemon_is_used_and_left_running(inner, tmp_path):
@@ -103,7 +97,7 @@ def test_attached_daemon_is_used_and_left_running(inner, tmp_path):
     )
     try:
         result = inner(
-            {"test_prove": PROVE},
+            {"test_prove": PROVE_SOURCE},
             f"--cuzk-daemon=unix://{sock}",
             f"--cuzk-param-cache={params}",
             f"--cuzk-manifest={data / 'manifest.toml'}",
@@ -123,7 +117,7 @@ def test_attached_daemon_is_used_and_left_running(inner, tmp_path):
 def test_unreachable_address_fails_within_the_timeout_naming_it(inner):
     start = time.monotonic()
     result = inner(
-        {"test_prove": PROVE}, "--cuzk-daemon=127.0.0.1:9", "--cuzk-start-timeout=2", "-k", "winning"
+        {"test_prove": PROVE_SOURCE}, "--cuzk-daemon=127.0.0.1:9", "--cuzk-start-timeout=2", "-k", "winning"
     )
     assert time.monotonic() - start < 60
     result.assert_outcomes(errors=1)
@@ -141,7 +135,7 @@ def test_unreachable_address_fails_within_the_timeout_naming_it(inner):
     ],
 )
 def test_gates_fail_the_test_by_name(inner, option, message):
-    result = inner({"test_prove": PROVE}, "-k", "winning", "--cuzk-batch-sizes=1", option)
+    result = inner({"test_prove": PROVE_SOURCE}, "-k", "winning", "--cuzk-batch-sizes=1", option)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*test_prove[[]winning-batch1-j1[]]: {message}"])
 
@@ -149,12 +143,12 @@ def test_gates_fail_the_test_by_name(inner, option, message):
 def test_compare_gate_fails_a_regression_against_a_saved_run(inner, tmp_path):
     base = tmp_path / "base.json"
     args = ("-k", "winning", "--cuzk-batch-sizes=1")
-    inner({"test_prove": PROVE}, *args, f"--benchmark-json={base}").assert_outcomes(passed=1)
+    inner({"test_prove": PROVE_SOURCE}, *args, f"--benchmark-json={base}").assert_outcomes(passed=1)
     saved = json.loads(base.read_text())
     saved["benchmarks"][0]["extra_info"]["throughput_proofs_per_hour"] *= 100
     base.write_text(json.dumps(saved))
     result = inner(
-        {"test_prove": PROVE},
+        {"test_prove": PROVE_SOURCE},
         *args,
         f"--cuzk-baseline={base}",
         "--cuzk-compare-fail=throughput:5%,rss_peak:500%",
@@ -166,10 +160,8 @@ def test_compare_gate_fails_a_regression_against_a_saved_run(inner, tmp_path):
 
 
 def test_results_database_gets_one_row_per_test(inner, tmp_path):
-    from pytest_cuzk.results import ResultsDB
-
     url = f"sqlite:///{tmp_path / 'results.db'}"
-    inner({"test_prove": PROVE}, "-k", "winning or wpost", f"--cuzk-results-db={url}").assert_outcomes(
+    inner({"test_prove": PROVE_SOURCE}, "-k", "winning or wpost", f"--cuzk-results-db={url}").assert_outcomes(
         passed=2
     )
     with ResultsDB(url) as db:
@@ -185,7 +177,11 @@ def test_lowmem_warmup_restarts_with_the_full_config(inner, tmp_path, shared_cac
         if not f.name.startswith("pce-"):
             os.link(f, cache / f.name)
     result = inner(
-        {"test_prove": PROVE}, "-k", "winning", "--cuzk-lowmem-warmup=on", f"--cuzk-param-cache={cache}"
+        {"test_prove": PROVE_SOURCE},
+        "-k",
+        "winning",
+        "--cuzk-lowmem-warmup=on",
+        f"--cuzk-param-cache={cache}",
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(

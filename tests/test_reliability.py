@@ -8,12 +8,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import psutil
 import pytest
+from support import PROVE_SOURCE, process_gone
 
-PROVE = (Path(__file__).parent / "suite" / "test_prove.py").read_text()
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
 
 DIES_THEN_RESTARTS = """
@@ -50,16 +48,9 @@ def _call_duration(result, name: str) -> float:
     return float(match.group(1))
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 def test_daemon_death_fails_the_test_within_two_seconds_with_signal_oom_hint_and_log(inner, tmp_path):
     # Proof 1 is the warm-up; the daemon kills itself while proving the case's first proof.
-    result = inner({"test_prove": PROVE}, *WINNING, _faults(tmp_path, die_at_proof=2), "--durations=0")
+    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, die_at_proof=2), "--durations=0")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -80,7 +71,7 @@ def test_later_tests_get_a_restarted_daemon_and_the_restart_is_reported(inner, t
 def test_a_hung_proof_times_out_is_cancelled_and_named(inner, tmp_path):
     start = time.monotonic()
     result = inner(
-        {"test_prove": PROVE}, *WINNING, _faults(tmp_path, hang_at_proof=2), "--cuzk-proof-timeout=3"
+        {"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, hang_at_proof=2), "--cuzk-proof-timeout=3"
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*winning proof pytest-cuzk-winning-* timed out after *s*"])
@@ -88,20 +79,20 @@ def test_a_hung_proof_times_out_is_cancelled_and_named(inner, tmp_path):
 
 
 def test_a_corrupted_proof_names_the_partition_and_point(inner, tmp_path):
-    result = inner({"test_prove": PROVE}, *WINNING, _faults(tmp_path, corrupt_at_proof=2))
+    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, corrupt_at_proof=2))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*invalid proof structure: *partition 0*A*"])
 
 
 def test_a_daemon_that_exits_before_ready_fails_with_its_code_and_log(inner, tmp_path):
-    result = inner({"test_prove": PROVE}, *WINNING, _faults(tmp_path, exit_before_ready=7))
+    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, exit_before_ready=7))
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*exited with code 7*", "*fault: exiting with code 7 before ready*"])
 
 
 def test_a_daemon_that_starts_too_slowly_fails_at_the_start_timeout_with_its_log(inner, tmp_path):
     result = inner(
-        {"test_prove": PROVE}, *WINNING, _faults(tmp_path, start_delay_s=30), "--cuzk-start-timeout=2"
+        {"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, start_delay_s=30), "--cuzk-start-timeout=2"
     )
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*did not answer within 2s*", "*fault: delaying start by 30.0 s*"])
@@ -141,7 +132,7 @@ def test_no_daemon_outlives_pytest(pytester, shared_cache, tmp_path, ending):
     out = proc.communicate(timeout=120)[0].decode()
     pid = int(record.read_text())
     for _ in range(50):
-        if _gone(pid):
+        if process_gone(pid):
             break
         time.sleep(0.1)
-    assert _gone(pid), f"daemon {pid} outlived pytest ({ending}):\n{out[-2000:]}"
+    assert process_gone(pid), f"daemon {pid} outlived pytest ({ending}):\n{out[-2000:]}"
