@@ -8,6 +8,7 @@ cases (kind × batch size × concurrency × daemon) come from ``pytest_generate_
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import pytest
 from .bench import Case, CaseResult, Runner, run_case
 from .client import ProvingClient, keep_large_buffers
 from .daemon import DaemonExited
-from .data import DataUnavailable
+from .data import DataUnavailable, Progress, ProgressLine
 from .errors import CuzkError, DaemonUnavailable
 from .gates import baseline_mapping, check_gates
 from .kinds import KINDS, ProofKindInfo
@@ -79,9 +80,24 @@ def pytest_configure(config: pytest.Config) -> None:
         "cuzk_kinds(*kinds): the proof kinds cuzk_ready warms up for this test (default: all selected)",
     )
     session = CuzkSession(resolve_settings(config), os.environ.get("PYTEST_XDIST_WORKER", "master"))
+    session.progress = _terminal_progress(config)
     keep_large_buffers()
     config.stash[CUZK_SESSION] = session
     _SESSIONS.append(session)
+
+
+def _terminal_progress(config: pytest.Config) -> Progress:
+    """Download progress on the terminal, even while pytest captures the fixture's output."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    line: ProgressLine | None = None
+
+    def show(name: str, done: int, total: int | None) -> None:
+        nonlocal line
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            line = line or ProgressLine()
+            line(name, done, total)
+
+    return show
 
 
 @pytest.hookimpl(optionalhook=True)

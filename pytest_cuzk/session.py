@@ -25,7 +25,7 @@ from filelock import FileLock
 from . import __version__
 from .client import ProvingClient
 from .daemon import DaemonExited, DaemonProcess, ModeChoice, choose_mode, daemon_config, listen_address
-from .data import DataStore, DataUnavailable, load_manifest
+from .data import DataStore, DataUnavailable, Progress, load_manifest
 from .errors import CuzkError
 from .inputs import build_request
 from .kinds import KINDS, ProofKindInfo
@@ -119,6 +119,7 @@ class CuzkSession:
         self._manifest: Any = None
         self._data: dict[str, Path | DataUnavailable] = {}
         self.data_notes: list[str] = []
+        self.progress: Progress | None = None
         self.rows: list[tuple[str, dict[str, Any]]] = []
         self.colds: dict[str, dict[str, Any]] = {}
         self.results_db: Any = None
@@ -202,7 +203,7 @@ class CuzkSession:
                 "fix the path in --cuzk-input",
             )
         if kind not in self._data:
-            store = DataStore(self.settings.data_dir, offline=self.settings.offline)
+            store = DataStore(self.settings.data_dir, offline=self.settings.offline, progress=self.progress)
             self._data.update(store.ensure_all(self.manifest(), [kind]))
             self.data_notes += store.notes
         return self._data[kind]

@@ -188,3 +188,41 @@ def test_lowmem_warmup_restarts_with_the_full_config(inner, tmp_path, shared_cac
         ["*(low-memory warm-up)*", "*warmed up with a low-memory config, then restarted*"]
     )
     assert (cache / "pce-winning-post.bin").exists()
+
+
+def test_missing_data_is_downloaded_with_progress_and_undownloadable_kinds_skip(
+    inner, tmp_path, shared_cache
+):
+    import tomli_w
+    from httpserver import FileServer
+
+    from pytest_cuzk.data import load_manifest
+    from pytest_cuzk.refengine.gendata import generate
+
+    generated = load_manifest(generate(tmp_path / "generated"))
+    entry = generated.entries["winning"]
+    manifest = tmp_path / "remote" / "manifest.toml"
+    manifest.parent.mkdir()
+    with FileServer() as server:
+        url = server.add("/winning-vanilla.json", (generated.dir / entry.file).read_bytes())
+        kinds = {
+            "winning": {"file": entry.file, "sha256": entry.sha256, "url": url, "request": entry.request},
+            "wpost": {"file": "wpost-vanilla.json", "request": generated.entries["wpost"].request},
+        }
+        manifest.write_text(tomli_w.dumps({"kinds": kinds}))
+        result = inner(
+            {"test_prove": PROVE_SOURCE},
+            "-k",
+            "winning or wpost",
+            f"--cuzk-manifest={manifest}",
+            f"--cuzk-data-dir={tmp_path / 'cache'}",
+            f"--cuzk-param-cache={shared_cache / 'ref-params-default'}",
+            "-rs",
+        )
+        assert server.count("/winning-vanilla.json") == 1
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stderr.fnmatch_lines(["downloading winning-vanilla.json: *(100%)*"])
+    result.stdout.fnmatch_lines(
+        ["SKIPPED*wpost data wpost-vanilla.json (*manifest.toml [[]kinds.wpost[]]): *"]
+    )
+    assert (tmp_path / "cache" / "winning-vanilla.json").exists()
