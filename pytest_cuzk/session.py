@@ -29,6 +29,7 @@ from .data import DataStore, DataUnavailable, Progress, load_manifest
 from .errors import CuzkError
 from .inputs import build_request
 from .kinds import KINDS, ProofKindInfo
+from .proofcheck import check_proof
 from .proto import pb
 from .settings import Settings
 
@@ -365,6 +366,7 @@ class CuzkSession:
         cold.warmup_s[kind.name] = time.monotonic() - t0
         if result.status != pb.AwaitProofResponse.COMPLETED:
             raise CuzkError(f"warm-up {kind.name} proof on {target.address} failed: {result.error_message}")
+        check_proof(result.proof, kind)
         if self.param_cache is None:
             cold.notes.append(
                 f"{kind.name}: PCE file not checked (param cache unknown: pass --cuzk-param-cache)"
