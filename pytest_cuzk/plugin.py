@@ -73,8 +73,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """Build the session first: pytest-benchmark's configure asks for machine info when comparing."""
     config.addinivalue_line(
         "markers",
         "cuzk_kinds(*kinds): the proof kinds cuzk_ready warms up for this test (default: all selected)",

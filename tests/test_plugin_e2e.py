@@ -140,22 +140,22 @@ def test_gates_fail_the_test_by_name(inner, option, message):
     result.stdout.fnmatch_lines([f"*test_prove[[]winning-batch1-j1[]]: {message}"])
 
 
-def test_compare_gate_fails_a_regression_against_a_saved_run(inner, tmp_path):
-    base = tmp_path / "base.json"
-    args = ("-k", "winning", "--cuzk-batch-sizes=1")
-    inner({"test_prove": PROVE_SOURCE}, *args, f"--benchmark-json={base}").assert_outcomes(passed=1)
+@pytest.mark.parametrize("source", ["--cuzk-baseline", "--benchmark-compare"])
+def test_compare_gate_fails_a_regression_against_a_saved_run(inner, tmp_path, source):
+    storage = tmp_path / "benchmarks"
+    args = ("-k", "winning", "--cuzk-batch-sizes=1", f"--benchmark-storage=file://{storage}")
+    inner({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=base").assert_outcomes(passed=1)
+    (base,) = storage.glob("*/0001_base.json")
     saved = json.loads(base.read_text())
     saved["benchmarks"][0]["extra_info"]["throughput_proofs_per_hour"] *= 100
     base.write_text(json.dumps(saved))
+    compare = f"--cuzk-baseline={base}" if source == "--cuzk-baseline" else "--benchmark-compare=0001"
     result = inner(
-        {"test_prove": PROVE_SOURCE},
-        *args,
-        f"--cuzk-baseline={base}",
-        "--cuzk-compare-fail=throughput:5%,rss_peak:500%",
+        {"test_prove": PROVE_SOURCE}, *args, compare, "--cuzk-compare-fail=throughput:5%,rss_peak:500%"
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*throughput regressed 9*% (baseline *, now *; limit 5%) (--cuzk-compare-fail)*"]
+        ["*test_prove[[]winning-batch1-j1[]]: throughput regressed 9*% (baseline *, now *; limit 5%)*"]
     )
 
 
