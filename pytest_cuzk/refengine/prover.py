@@ -1,10 +1,13 @@
 """The reference prover: what the reference engine runs for every proof.
 
 Stages as in cuzk's pipeline: ``parse`` (request to circuit inputs, cuzk's
-error messages), ``synthesize`` (one partition's witness and A·z, B·z, C·z;
-GIL-bound Python), ``prove`` (the "GPU" stage: QAP witness map and the MSMs,
-which release the GIL and are spread over a thread pool; any number of
-partitions in one pass), ``self_check`` (full pairing verification).
+error messages), ``synthesize`` (one partition's CPU work, all GIL-bound Python:
+witness, A·z, B·z, C·z, the QAP witness map (FFTs) to h(x), and z and h as native
+scalars), ``prove`` (the "GPU" stage: only the MSMs, which release the GIL and are
+sliced over a thread pool so that every core works; any number of partitions in
+one pass), ``self_check`` (full pairing verification). Keeping the prove stage
+free of Python arithmetic is what lets the engine synthesise the next proof
+while the MSMs of the current one run.
 
 Parameters are per preset and circuit in the param cache
 (``cuzk-ref-<preset>-<circuit id>.params`` and ``.vk``), made by a trusted
@@ -25,13 +28,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from py_arkworks_bls12381 import Scalar
+
 from ..kinds import ProofKindInfo
 from ..proto import pb
 from . import keyfile
 from .circuits import PRESETS, JobInputError, Preset
 from .circuits.registry import Inputs, circuit_for
 from .field import get_domain
-from .groth16 import PhaseTimer, ProofInput, ProvingKey, create_random_proofs, generate_random_parameters
+from .groth16 import (
+    PhaseTimer,
+    ProofInput,
+    ProvingKey,
+    create_random_proofs,
+    generate_random_parameters,
+    to_scalars,
+)
 from .pce import PceError, load_pce, pce_path, write_pce
 from .qap import h_coefficients
 from .r1cs import ConstraintSystem, Matrices, WitnessCS
@@ -53,14 +65,15 @@ class ParsedJob:
 
 @dataclass
 class Synthesized:
-    """One partition ready for the prove stage: the assignment z and A·z, B·z, C·z."""
+    """One partition ready for the prove stage: z and h(x)'s coefficients as native scalars."""
 
     job: ParsedJob
     partition: int
     synth_s: float
     used_pce: bool
-    z: list[int] = field(repr=False, default_factory=list)
-    abc: tuple[list[int], list[int], list[int]] = field(repr=False, default=([], [], []))
+    num_constraints: int = 0
+    z: list[Scalar] = field(repr=False, default_factory=list)
+    h: list[Scalar] = field(repr=False, default_factory=list)
 
 
 @dataclass
@@ -79,7 +92,7 @@ class RefProver:
         self.param_cache.mkdir(parents=True, exist_ok=True)
         self._preset = PRESETS[preset]
         self.seed = seed  # the data seed the engine passes to gendata; proofs always use fresh randomness
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or _usable_cpus()
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ref-msm")
         self._lock = threading.Lock()
         self._circuit_locks: dict[str, threading.Lock] = {}
@@ -193,28 +206,45 @@ class RefProver:
             return m
 
     def synthesize(self, job: ParsedJob, partition: int) -> Synthesized:
-        """Synthesize one partition: PCE path when a PCE exists, else the constraint system + extraction."""
+        """All of one partition's CPU work, so that the prove stage is left with MSMs only.
+
+        The assignment comes from the PCE when one exists, else from the constraint system (which
+        also extracts the PCE; that one-off is not counted in ``synth_s``). Then the witness map
+        and the conversion of z and h to native scalars.
+        """
+        t0 = time.perf_counter()
+        z, abc, used_pce, cs = self._assign(job, partition)
+        assign_s = time.perf_counter() - t0
+        self.timer.add("synthesis: PCE path" if used_pce else "synthesis: constraint system", assign_s)
+        if cs is not None:
+            self._extract_pce(job.kind.circuit_id, job.kind.pce_name, cs)
+        t1 = time.perf_counter()
+        with self.timer.phase("synthesis: witness map (FFT)"):
+            h = h_coefficients(*abc, get_domain(len(abc[0])))
+        with self.timer.phase("synthesis: scalar conversion"):
+            zs, hs = to_scalars(z), to_scalars(h)
+        synth_s = assign_s + time.perf_counter() - t1
+        return Synthesized(job, partition, synth_s, used_pce, len(abc[0]), zs, hs)
+
+    def _assign(
+        self, job: ParsedJob, partition: int
+    ) -> tuple[list[int], tuple[list[int], list[int], list[int]], bool, ConstraintSystem | None]:
+        """(z, (A·z, B·z, C·z), used PCE, constraint system to extract a PCE from or None)."""
         circuit = circuit_for(job.kind.circuit_id)
         witness = job.inputs.witness(partition)
-        t0 = time.perf_counter()
         m = self._resident_pce(job.kind.circuit_id, job.kind.pce_name)
         if m is not None:
             w = WitnessCS()
             circuit.synthesize(w, self._preset, witness)
             if (len(w.inputs), len(w.aux)) == (m.num_inputs, m.num_aux):
                 z = w.assignment()
-                abc = (m.a.matvec(z), m.b.matvec(z), m.c.matvec(z))
-                self.timer.add("synthesis: PCE path", time.perf_counter() - t0)
-                return Synthesized(job, partition, time.perf_counter() - t0, True, z, abc)
+                return z, (m.a.matvec(z), m.b.matvec(z), m.c.matvec(z)), True, None
             log.warning("PCE for %s does not fit the circuit; falling back", job.kind.circuit_id)
             with self._lock:
                 self._pce.pop(job.kind.circuit_id, None)
         cs = ConstraintSystem()
         circuit.synthesize(cs, self._preset, witness)
-        synth_s = time.perf_counter() - t0
-        self.timer.add("synthesis: constraint system", synth_s)
-        self._extract_pce(job.kind.circuit_id, job.kind.pce_name, cs)
-        return Synthesized(job, partition, synth_s, False, cs.assignment(), (cs.a, cs.b, cs.c))
+        return cs.assignment(), (cs.a, cs.b, cs.c), False, cs
 
     def _extract_pce(self, circuit_id: str, name: str, cs: ConstraintSystem) -> None:
         with self._circuit_lock(circuit_id), self.timer.phase("pce: extract + write"):
@@ -226,20 +256,18 @@ class RefProver:
             self._pce[circuit_id] = m
 
     def prove(self, parts: Sequence[Synthesized]) -> list[bytes]:
-        """One 192-byte proof per part, same order; all MSMs in one pass over the thread pool."""
+        """One 192-byte proof per part, same order; all MSMs in one pass, sliced over the thread pool."""
         inputs = []
         for part in parts:
             cid = part.job.kind.circuit_id
             pk = self._load(cid)[0]
-            a, b, c = part.abc
-            if len(a) != pk.meta["num_constraints"]:
+            if part.num_constraints != pk.meta["num_constraints"]:
                 raise RuntimeError(
-                    f"{cid}: synthesized {len(a)} constraints but the key has {pk.meta['num_constraints']}; "
-                    f"delete {self.params_path(cid).name} and {part.job.kind.pce_file} from the param cache"
+                    f"{cid}: synthesized {part.num_constraints} constraints but the key has "
+                    f"{pk.meta['num_constraints']}; delete {self.params_path(cid).name} and "
+                    f"{part.job.kind.pce_file} from the param cache"
                 )
-            with self.timer.phase("prove: witness map (FFT)"):
-                h = h_coefficients(a, b, c, get_domain(pk.meta["domain_size"]))
-            inputs.append(ProofInput(pk, part.z, h))
+            inputs.append(ProofInput(pk, part.z, part.h))
         proofs = create_random_proofs(inputs, self._pool, self.threads, self.timer)
         return [p.to_bytes() for p in proofs]
 
@@ -256,3 +284,10 @@ class RefProver:
     def close(self) -> None:
         """Stop the MSM thread pool."""
         self._pool.shutdown(wait=True)
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, which containers and taskset narrow)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1

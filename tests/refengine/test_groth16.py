@@ -36,7 +36,7 @@ def proof_input(pk, m, x: int, y: int) -> ProofInput:
     preimage_circuit(w, x, y)
     z = w.assignment()
     h = qap.h_coefficients(m.a.matvec(z), m.b.matvec(z), m.c.matvec(z), qap.domain_for(m))
-    return ProofInput(pk, z, h)
+    return ProofInput.from_ints(pk, z, h)
 
 
 def test_prove_and_verify(setup):
@@ -92,7 +92,7 @@ def test_unsatisfied_witness_gives_invalid_proof(setup):
     w.inputs[2] = (w.inputs[2] + 1) % R  # claim a wrong hash output
     z = w.assignment()
     h = qap.h_coefficients(m.a.matvec(z), m.b.matvec(z), m.c.matvec(z), qap.domain_for(m))
-    (proof,) = groth16.create_random_proofs([ProofInput(pk, z, h)])
+    (proof,) = groth16.create_random_proofs([ProofInput.from_ints(pk, z, h)])
     assert not groth16.verify(pk.vk, z[1:3], proof)
 
 

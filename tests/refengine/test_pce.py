@@ -91,8 +91,10 @@ def test_pce_path_gives_the_same_witness_and_proof_as_the_cs_path(tmp_path):
     assert (m.a.matvec(z), m.b.matvec(z), m.c.matvec(z)) == (cs.a, cs.b, cs.c)
     pk = groth16.generate_parameters(m, ToxicWaste(3, 5, 7, 11, 13))
     domain = qap.domain_for(m)
-    via_cs = ProofInput(pk, cs.assignment(), qap.h_coefficients(cs.a, cs.b, cs.c, domain))
-    via_pce = ProofInput(pk, z, qap.h_coefficients(m.a.matvec(z), m.b.matvec(z), m.c.matvec(z), domain))
+    via_cs = ProofInput.from_ints(pk, cs.assignment(), qap.h_coefficients(cs.a, cs.b, cs.c, domain))
+    via_pce = ProofInput.from_ints(
+        pk, z, qap.h_coefficients(m.a.matvec(z), m.b.matvec(z), m.c.matvec(z), domain)
+    )
     p1, p2 = groth16.create_proofs([via_cs, via_pce], [(1, 2), (1, 2)])
     assert p1.to_bytes() == p2.to_bytes()
     assert groth16.verify(pk.vk, z[1 : m.num_inputs], p1)
