@@ -20,7 +20,7 @@ from typing import Any
 
 from .client import ProofResult, ProvingClient
 from .daemon import DaemonExited
-from .errors import CuzkError, ProofTimeout
+from .errors import Cancelled, CuzkError, DaemonUnavailable, ProofTimeout
 from .kinds import ProofKindInfo
 from .proofcheck import check_proof
 from .proto import pb
@@ -67,6 +67,7 @@ class ProofRecord:
     gpu_compute_ms: int = 0
     total_ms: int = 0
     proof_len: int = 0
+    timed_out: bool = False
 
 
 @dataclass
@@ -141,6 +142,7 @@ class Runner:
     make_request: Callable[[], pb.SubmitProofRequest]
     proof_timeout_s: float
     alive: Callable[[], bool]
+    gone: Callable[[], bool]
     death_message: Callable[[], str]
     verify: Callable[[pb.SubmitProofRequest, bytes], bool] | None = None
     mark: Callable[[str], None] | None = None
@@ -151,13 +153,16 @@ def _one_proof(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, 
     job = req.request_id
     try:
         res: ProofResult = runner.client.await_proof(job, timeout_s=runner.proof_timeout_s)
-    except ProofTimeout as exc:
-        with contextlib.suppress(CuzkError):
-            runner.client.cancel(job)
+    except ProofTimeout:
         elapsed = time.monotonic() - t0
-        return ProofRecord(
-            job, False, elapsed, f"{kind.name} proof {job} timed out after {elapsed:.1f}s ({exc})"
-        )
+        cancelled = "CancelProof sent"
+        try:
+            if not runner.client.cancel(job, timeout=2.0):
+                cancelled += "; the daemon could not cancel it (cuzk cannot): it may still be running"
+        except CuzkError as exc:
+            cancelled = f"CancelProof failed: {exc}"
+        error = f"{kind.name} proof {job} timed out after {elapsed:.1f}s ({cancelled})"
+        return ProofRecord(job, False, elapsed, error, timed_out=True)
     wall = time.monotonic() - t0
     if res.status != pb.AwaitProofResponse.COMPLETED:
         status = pb.AwaitProofResponse.Status.Name(res.status)
@@ -193,6 +198,7 @@ def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord
     requests = [runner.make_request() for _ in range(size)]
     pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="cuzk-await")
     futures: list[Future[ProofRecord]] = []
+    died = f"daemon died during a {kind.name} proof"
     try:
         for req in requests:
             t0 = time.monotonic()
@@ -202,14 +208,19 @@ def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord
         while pending:
             _, pending = wait(pending, timeout=_DEATH_POLL_S, return_when=FIRST_COMPLETED)
             if not runner.alive():
-                raise DaemonExited(f"daemon died during a {kind.name} proof: {runner.death_message()}")
+                raise DaemonExited(f"{died}: {runner.death_message()}")
         return [f.result() for f in futures]
-    except BaseException:
-        for req, fut in zip(requests, futures, strict=False):
-            if not fut.done() and runner.alive():
-                with contextlib.suppress(CuzkError):
-                    runner.client.cancel(req.request_id, timeout=2.0)
+    except BaseException as exc:
+        # The socket closes a moment before the process can be reaped: say it died, if it did.
+        death = isinstance(exc, (DaemonUnavailable, Cancelled)) and runner.gone()
+        if not death and runner.alive():
+            for req, fut in zip(requests, futures, strict=False):
+                if not fut.done():
+                    with contextlib.suppress(CuzkError):
+                        runner.client.cancel(req.request_id, timeout=0.5)
         runner.client.close()
+        if death:
+            raise DaemonExited(f"{died}: {runner.death_message()}") from exc
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

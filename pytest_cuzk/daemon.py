@@ -64,11 +64,12 @@ class ModeChoice:
 
 
 def _answers(address: str, timeout_s: float) -> bool:
+    """One GetStatus: a closed port is refused at once, so the probe costs nothing when no one listens."""
     try:
         with ProvingClient(address) as client:
-            client.wait_ready(timeout_s)
+            client.status(timeout=timeout_s)
         return True
-    except CuzkError:
+    except (CuzkError, ValueError):
         return False
 
 
@@ -96,7 +97,7 @@ def choose_mode(mode: str, addr: str, attach: tuple[str, ...], binary: Path | No
                 "--cuzk-daemon=spawn needs a cuzk binary: pass --cuzk-binary PATH or put cuzk-daemon on PATH"
             )
         return ModeChoice("spawn", "--cuzk-daemon=spawn", binary=found)
-    if _answers(addr, 1.5):
+    if _answers(addr, 1.0):
         return ModeChoice("attach", f"a daemon answers at {addr}", (addr,))
     found = find_binary(binary)
     if found:
@@ -136,10 +137,21 @@ def daemon_config(base: Path | None, overrides: dict[str, dict[str, Any]]) -> di
     return config
 
 
+def _libc_prctl() -> Any:
+    """prctl, looked up once in the parent: the forked child must not load libraries (locks held)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl()
+
+
 def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child
     """Have the kernel kill the daemon if pytest dies without tearing down (os._exit, SIGKILL)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def oom_kill_count() -> int | None:
@@ -173,7 +185,12 @@ def describe_exit(returncode: int, oom_before: int | None = None, rss_peak: int 
             facts.append(f"available memory {psutil.virtual_memory().available / 2**30:.2f} GiB")
         now = oom_kill_count()
         if now is not None:
-            facts.append(f"oom_kill count {now}" + (f" (was {oom_before})" if oom_before is not None else ""))
+            if oom_before is None:
+                facts.append(f"oom_kill count {now}")
+            elif now > oom_before:
+                facts.append(f"oom_kill count {now}, up from {oom_before}")
+            else:
+                facts.append(f"oom_kill count {now}, unchanged: perhaps another SIGKILL")
         text += " (likely killed by the OOM killer" + (f": {', '.join(facts)}" if facts else "") + ")"
     return text
 
@@ -189,6 +206,8 @@ class DaemonProcess:
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
+    started_wall: float = 0.0
+    answered: bool = False
     _oom_before: int | None = None
 
     @property
@@ -232,9 +251,24 @@ class DaemonProcess:
         finally:
             os.close(log_fd)
         self.started_at = time.monotonic()
+        self.started_wall = time.time()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def died_within(self, seconds: float) -> bool:
+        """Whether the process is gone, or goes within ``seconds``.
+
+        Its sockets close a moment before it can be reaped, so an RPC error can
+        arrive while ``alive()`` still says yes.
+        """
+        if self.proc is None:
+            return False
+        try:
+            self.proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def log_size(self) -> int:
         try:
@@ -258,7 +292,8 @@ class DaemonProcess:
     def exit_message(self, rss_peak: int | None = None) -> str:
         """How the process ended, with the OOM hint and the log tail."""
         assert self.proc is not None
-        how = describe_exit(self.proc.returncode, self._oom_before, rss_peak)
+        code = self.proc.poll()
+        how = "is still running" if code is None else describe_exit(code, self._oom_before, rss_peak)
         return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}, last lines:\n{self.log_tail()}"
 
     def wait_answering(self, timeout_s: float) -> float:
@@ -272,6 +307,7 @@ class DaemonProcess:
             try:
                 with ProvingClient(self.address) as client:
                     client.status(timeout=min(2.0, max(0.2, deadline - time.monotonic())))
+                self.answered = True
                 return time.monotonic() - self.started_at
             except CuzkError as exc:
                 last = str(exc)
@@ -293,7 +329,8 @@ class DaemonProcess:
                 self.proc.wait(grace_s)
             except subprocess.TimeoutExpired:
                 self._signal_group(signal.SIGKILL)
-                self.proc.wait(EXIT_TIMEOUT)
+                with contextlib.suppress(subprocess.TimeoutExpired):  # a GPU driver may hold it a while
+                    self.proc.wait(EXIT_TIMEOUT)
         # Children that outlived the leader still belong to the group.
         self._signal_group(signal.SIGKILL)
         return self.proc.returncode

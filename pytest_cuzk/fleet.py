@@ -17,13 +17,18 @@ __all__ = ["DaemonScheduling"]
 
 
 class DaemonScheduling(LoadScopeScheduling):
-    """Schedule each daemon's tests as one unit of work; other tests keep their own scope."""
+    """Schedule each daemon's tests as one unit of work; other tests keep their own scope.
+
+    With a single daemon every test is one unit: workers must not share it.
+    """
 
     def __init__(self, config: Any, log: Any, labels: Sequence[str]) -> None:
         super().__init__(config, log)
         self.labels = sorted(labels, key=len, reverse=True)
 
     def _split_scope(self, nodeid: str) -> str:
+        if len(self.labels) == 1:
+            return "cuzk-daemon"
         params = nodeid.partition("[")[2]
         for label in self.labels:
             if params.startswith(f"{label}-"):

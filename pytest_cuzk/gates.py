@@ -45,31 +45,57 @@ def baseline_mapping(settings: Settings, benchmarksession: Any | None) -> dict[s
     return mapping
 
 
-def check_gates(result: CaseResult, settings: Settings, baseline: dict[str, Any] | None) -> list[str]:
-    """Every gate the case breaks, as sentences naming the measured value, the limit and the option."""
+def _rss_peak(info: dict[str, Any]) -> int | None:
+    """The sampled peak, or the kernel's exact one (VmHWM) when it covers just this test."""
+    peaks = [info.get("rss_peak_bytes")]
+    if info.get("rss_hwm_scope") == "test":
+        peaks.append(info.get("rss_hwm_peak_bytes"))
+    known = [p for p in peaks if p is not None]
+    return max(known) if known else None
+
+
+def check_gates(
+    result: CaseResult, settings: Settings, baseline: dict[str, Any] | None
+) -> tuple[list[str], list[str]]:
+    """The gates the case breaks, and the gates that could not be checked, as sentences.
+
+    A broken gate names the measured value, the limit and the option; an unchecked
+    one says why, so that a gate never passes silently for want of a figure.
+    """
     kind = result.case.kind.name
     info = result.extra_info()
-    failures = []
+    failures: list[str] = []
+    unchecked: list[str] = []
     floor = settings.min_throughput.get(kind)
     if floor is not None and result.proofs_per_hour < floor:
         failures.append(
             f"throughput {result.proofs_per_hour:.2f} proofs/h is below the minimum {floor:g}/h for {kind} "
             "(--cuzk-min-throughput)"
         )
-    for key, limits, option in (
-        ("rss_peak_bytes", settings.max_rss, "--cuzk-max-rss"),
-        ("vram_peak_bytes", settings.max_vram, "--cuzk-max-vram"),
+    for name, value, limits, option in (
+        ("rss_peak_bytes", _rss_peak(info), settings.max_rss, "--cuzk-max-rss"),
+        ("vram_peak_bytes", info.get("vram_peak_bytes"), settings.max_vram, "--cuzk-max-vram"),
     ):
         limit = limits.get(kind)
-        value = info.get(key)
-        if limit is not None and value is not None and value > limit:
-            failures.append(f"{key} {_gib(value)} exceeds {_gib(limit)} for {kind} ({option})")
+        if limit is None:
+            continue
+        if value is None:
+            why = info.get("vram_unavailable_reason") or "the daemon's process is not sampled (attached)"
+            unchecked.append(f"{option} not checked for {kind}: no {name} ({why})")
+        elif value > limit:
+            failures.append(f"{name} {_gib(value)} exceeds {_gib(limit)} for {kind} ({option})")
+    if settings.compare_fail and not baseline:
+        unchecked.append(
+            "--cuzk-compare-fail not checked: the compared run has no such test "
+            "(pass --cuzk-baseline FILE or --benchmark-compare)"
+        )
     if baseline and settings.compare_fail:
         old = baseline.get("extra_info", {})
         for metric, pct in settings.compare_fail.items():
             key, higher_better = _COMPARED[metric]
             a, b = old.get(key), info.get(key)
             if not a or b is None:
+                unchecked.append(f"--cuzk-compare-fail {metric} not checked: no {key} in the baseline or now")
                 continue
             change = (b - a) / a * 100
             regressed = -change if higher_better else change
@@ -78,4 +104,4 @@ def check_gates(result: CaseResult, settings: Settings, baseline: dict[str, Any]
                     f"{metric} regressed {regressed:.1f}% (baseline {a:g}, now {b:g}; limit {pct:g}%) "
                     "(--cuzk-compare-fail)"
                 )
-    return failures
+    return failures, unchecked

@@ -155,6 +155,11 @@ class DaemonSampler:
         """Record a boundary (a proof submitted or finished) on the sampler's time axis."""
         self._marks.append((time.monotonic() - self._t0, label))
 
+    def rss_peak_so_far(self) -> int | None:
+        """The highest tree RSS sampled so far (for a death report while sampling goes on)."""
+        samples = list(self._samples)
+        return max((sample.rss_bytes for sample in samples), default=None)
+
     def stop(self) -> MemoryReport:
         """Stop sampling (one last sample is taken) and return the window's report."""
         if self._thread is None:

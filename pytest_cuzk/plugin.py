@@ -19,7 +19,7 @@ import pytest
 
 from .bench import Case, CaseResult, Runner, run_case
 from .client import ProvingClient, keep_large_buffers
-from .daemon import DaemonExited
+from .daemon import DaemonExited, DaemonProcess
 from .data import DataUnavailable, Progress, ProgressLine
 from .errors import CuzkError, DaemonUnavailable
 from .gates import baseline_mapping, check_gates
@@ -28,11 +28,17 @@ from .report import summary_lines
 from .session import CuzkSession, Target
 from .settings import add_options, resolve_settings
 
-__all__ = ["CUZK_SESSION", "CuzkData", "DaemonInfo"]
+__all__ = ["CUZK_SESSION", "CuzkData", "CuzkWarning", "DaemonInfo"]
 
 CUZK_SESSION = pytest.StashKey[CuzkSession]()
+
+
+class CuzkWarning(pytest.PytestWarning):
+    """Something pytest-cuzk could not check or measure, said without failing the test."""
+
+
 _CASE_FIXTURES = ("cuzk_case", "cuzk_kind")
-_LOG_OFFSET = pytest.StashKey[tuple[Target, int]]()
+_LOG_OFFSET = pytest.StashKey[tuple[Target, "DaemonProcess | None", int]]()
 _RESULT = pytest.StashKey[CaseResult]()
 # logreport hooks get no config; the active session (innermost under pytester) is the last one.
 _SESSIONS: list[CuzkSession] = []
@@ -103,13 +109,23 @@ def _terminal_progress(config: pytest.Config) -> Progress:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """With several daemons under xdist, each worker takes one daemon's tests (plain ``-n N``)."""
+    """Under xdist, attached daemons are never shared: each worker takes one daemon's tests.
+
+    With several daemons, hosts prove in parallel; with one, its tests run on one
+    worker (workers sharing a daemon would measure each other).
+    """
     session = config.stash[CUZK_SESSION]
-    if len(session.settings.attach) < 2 or config.getvalue("dist") != "load":
+    if config.getvalue("dist") != "load" or session.resolve_mode().mode != "attach":
         return None
     from .fleet import DaemonScheduling
 
     return DaemonScheduling(config, log, session.labels)
+
+
+def pytest_keyboard_interrupt() -> None:
+    """An interrupted run's database runs are left unfinished, as the database expects."""
+    for session in _SESSIONS:
+        session.interrupted = True
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -135,6 +151,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     )
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
         lines.append("cuzk: pytest-benchmark disables itself under xdist; pytest-cuzk's own figures are kept")
+        if session.choice is not None and session.choice.mode != "attach":
+            lines.append(
+                "cuzk: each xdist worker spawns its own daemon, and they share this host's RAM and GPUs: "
+                "measure with -n 0"
+            )
     return lines
 
 
@@ -200,9 +221,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     seen = item.stash.get(_LOG_OFFSET, None)
     if report.failed and seen is not None:
-        target, offset = seen
-        if target.process is not None:
-            report.sections.append(("cuzk daemon log", target.process.log_tail(60, since=offset)))
+        target, process, offset = seen
+        current = target.process or process
+        if current is not None:
+            since = offset if current is process else 0  # a restarted daemon has a new log
+            report.sections.append(("cuzk daemon log", current.log_tail(60, since=since)))
+            item.config.stash[CUZK_SESSION].keep_tmpdir = True  # keep the log the messages point to
     if report.when == "call" and seen is not None:
         target = seen[0]
         for cold in target.cold:
@@ -230,12 +254,41 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             session.colds[value["key"]] = value
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Total the daemons' counters while they still run; a worker hands its totals to the controller."""
+    cz = session.config.stash.get(CUZK_SESSION, None)
+    if cz is None:
+        return
+    for target in cz.targets.values():
+        cz.fold_metrics(target)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and cz.metric_totals:
+        workeroutput["cuzk_metric_totals"] = {
+            label: [
+                [name, [list(pair) for pair in labels], value] for (name, labels), value in totals.items()
+            ]
+            for label, totals in cz.metric_totals.items()
+        }
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """Add a finished xdist worker's counter totals to the controller's."""
+    cz = node.config.stash.get(CUZK_SESSION, None)
+    worker_totals = getattr(node, "workeroutput", {}).get("cuzk_metric_totals", {})
+    if cz is None:
+        return
+    for label, rows in worker_totals.items():
+        totals = cz.metric_totals.setdefault(label, {})
+        for name, labels, value in rows:
+            key = (name, tuple(tuple(pair) for pair in labels))
+            totals[key] = totals.get(key, 0.0) + value
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     session = config.stash.get(CUZK_SESSION, None)
     if session is None or not (session.rows or session.colds):
         return
-    for target in session.targets.values():
-        session.fold_metrics(target)
     terminalreporter.write_sep("=", "cuzk proving summary")
     for line in summary_lines(session.rows, session.colds.values(), session):
         terminalreporter.write_line(line)
@@ -262,6 +315,12 @@ def cuzk_data(cuzk_session: CuzkSession) -> CuzkData:
     return CuzkData(cuzk_session)
 
 
+def _mark_log(item: pytest.Item, target: Target) -> None:
+    """Remember where the daemon's log stands, so a failing test gets the lines written since."""
+    process = target.process
+    item.stash[_LOG_OFFSET] = (target, process, process.log_size() if process else 0)
+
+
 def _bring_up(
     session: CuzkSession, label: str | None = None, batch_size: int = 1, kinds: list[str] | None = None
 ) -> Target:
@@ -281,8 +340,9 @@ def _bring_up(
 @pytest.fixture
 def cuzk_daemon(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> DaemonInfo:
     """The daemon under test (started, or attached to), answering GetStatus."""
+    _mark_log(request.node, cuzk_session.target())
     target = _bring_up(cuzk_session)
-    request.node.stash[_LOG_OFFSET] = (target, target.process.log_size() if target.process else 0)
+    _mark_log(request.node, target)
     proc = target.process
     return DaemonInfo(
         target.address,
@@ -327,12 +387,13 @@ def _verifier(session: CuzkSession, kind: ProofKindInfo) -> Callable[[Any, bytes
 def cuzk_target(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> Target:
     """The ready daemon for this test's case (restarted for its batch size when spawned)."""
     case: Case = request.node.callspec.params.get("cuzk_case") or request.node.callspec.params["cuzk_kind"]
+    _mark_log(request.node, cuzk_session.target(case.label))
     _bring_up(cuzk_session, case.label, case.batch_size)
     found = cuzk_session.data(case.kind.name)
     if isinstance(found, DataUnavailable):
         pytest.skip(str(found))
     target = _bring_up(cuzk_session, case.label, case.batch_size, [case.kind.name])
-    request.node.stash[_LOG_OFFSET] = (target, target.process.log_size() if target.process else 0)
+    _mark_log(request.node, target)
     return target
 
 
@@ -397,7 +458,8 @@ def cuzk_run(
                 make_request=lambda: cuzk_session.request(case.kind),
                 proof_timeout_s=s.proof_timeout,
                 alive=target.alive,
-                death_message=lambda: target.process.exit_message() if target.process else "",
+                gone=target.gone,
+                death_message=lambda: target.death_message(sampler.rss_peak_so_far() if sampler else None),
                 verify=_verifier(cuzk_session, case.kind),
                 mark=sampler.mark if sampler else None,
             )
@@ -405,7 +467,7 @@ def cuzk_run(
                 sampler.start()
             try:
                 result = run_case(case, runner, s.proofs, benchmark)
-            except DaemonUnavailable as exc:
+            except (DaemonExited, DaemonUnavailable) as exc:
                 if target.mode == "attach":
                     target.crashed = str(exc)
                 raise
@@ -414,6 +476,8 @@ def cuzk_run(
         result.memory = memory
         request.node.stash[_RESULT] = result
         _record(cuzk_session, target, case, result, request.node.nodeid)
+        if any(p.timed_out for p in result.proofs):
+            cuzk_session.out_of_service(target, f"a {case.kind.name} proof timed out in {request.node.name}")
         if benchmark is not None:
             benchmark.extra_info.update(result.extra_info())
         if s.plots and memory is not None:
@@ -423,7 +487,9 @@ def cuzk_run(
             plot_memory(memory, s.plots / f"{request.node.name}.png", request.node.nodeid)
         baseline = baseline_mapping(s, getattr(request.config, "_benchmarksession", None))
         fullname = getattr(benchmark, "fullname", request.node.nodeid)
-        failures = check_gates(result, s, baseline.get(fullname))
+        failures, unchecked = check_gates(result, s, baseline.get(fullname))
+        for note in unchecked:
+            request.node.warn(CuzkWarning(note))
         if failures:
             pytest.fail(f"{request.node.name}: " + "; ".join(failures), pytrace=False)
         return result

@@ -26,7 +26,7 @@ from . import __version__
 from .client import ProvingClient
 from .daemon import DaemonExited, DaemonProcess, ModeChoice, choose_mode, daemon_config, listen_address
 from .data import DataStore, DataUnavailable, Progress, load_manifest
-from .errors import CuzkError
+from .errors import CuzkError, RpcError
 from .inputs import build_request
 from .kinds import KINDS, ProofKindInfo
 from .proofcheck import check_proof
@@ -38,6 +38,9 @@ __all__ = ["PCE_MAGIC", "ColdStart", "CuzkSession", "MetricValues", "Target"]
 MetricValues = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 PCE_MAGIC = b"PCE\x02"
+ATTACHED_PROBE_S = 5.0
+MAX_RESTARTS = 3
+CUZK_PARAM_CACHE = Path("/data/zk/params")  # cuzk's srs.param_cache default
 DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "fixtures" / "manifest.toml"
 # Low-memory warm-up: one job at a time, no batching (the PCE extraction is the memory peak).
 LOWMEM_OVERRIDES = {
@@ -87,22 +90,61 @@ class Target:
     restarts: list[str] = field(default_factory=list)
     crashed: str | None = None
 
+    _probe_at: float = 0.0
+    _probe_error: str = ""
+
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
     def alive(self) -> bool:
-        return self.process.alive() if self.process else True
+        """A spawned daemon's process is running; an attached one answered GetStatus lately.
+
+        An attached host that vanishes without a TCP reset would otherwise keep an
+        AwaitProof blocked until the proof timeout.
+        """
+        if self.process is not None:
+            return self.process.alive()
+        if time.monotonic() - self._probe_at >= ATTACHED_PROBE_S:
+            self._probe_at = time.monotonic()
+            try:
+                with ProvingClient(self.address) as client:
+                    client.status(timeout=2.0)
+                self._probe_error = ""
+            except CuzkError as exc:
+                self._probe_error = str(exc)
+        return not self._probe_error
+
+    def gone(self, grace_s: float = 1.0) -> bool:
+        """Whether the daemon is dead after an RPC error (a spawned one gets ``grace_s`` to be reaped)."""
+        if self.process is not None:
+            return self.process.died_within(grace_s)
+        self._probe_at = 0.0
+        return not self.alive()
+
+    def death_message(self, rss_peak: int | None = None) -> str:
+        if self.process is not None:
+            return self.process.exit_message(rss_peak)
+        return f"attached daemon at {self.address} stopped answering: {self._probe_error}"
 
 
-def _pce_complete(path: Path) -> bool:
-    """The PCE file is in place (final name), its header magic is right and its size is stable."""
+def _pce_complete(path: Path, newer_than: float = 0.0) -> bool:
+    """The PCE file is in place (final name), recent enough, its magic right and its size stable.
+
+    cuzk extracts the PCE again after every start (it never loads the file), so for
+    a spawned cuzk only a file written since its start means the extraction is done.
+    """
     try:
-        size = path.stat().st_size
+        st = path.stat()
         with path.open("rb") as f:
             magic = f.read(4)
         time.sleep(0.05)
-        return magic == PCE_MAGIC and size >= 32 and path.stat().st_size == size
+        return (
+            magic == PCE_MAGIC
+            and st.st_size >= 32
+            and st.st_mtime >= newer_than
+            and path.stat().st_size == st.st_size
+        )
     except OSError:
         return False
 
@@ -127,6 +169,8 @@ class CuzkSession:
         self.runs: dict[str, str] = {}
         self._metric_base: dict[str, MetricValues] = {}
         self.metric_totals: dict[str, MetricValues] = {}
+        self.keep_tmpdir = False
+        self.interrupted = False
 
     # --- mode and targets -------------------------------------------------------------------------
     def resolve_mode(self) -> ModeChoice:
@@ -149,13 +193,27 @@ class CuzkSession:
 
     @property
     def param_cache(self) -> Path | None:
-        """Where the daemon keeps params and PCE files, when the plugin knows it."""
+        """Where the daemon keeps params and PCE files, when the plugin knows it.
+
+        --cuzk-param-cache, else for a spawned daemon the base config's srs.param_cache
+        or cuzk's default; unknown for an attached daemon unless given.
+        """
         s = self.settings
         if s.param_cache:
             return s.param_cache
-        if self.resolve_mode().mode == "ref":
+        mode = self.resolve_mode().mode
+        if mode == "ref":
             return s.data_dir / f"ref-params-{s.preset}"
+        if mode == "spawn":
+            cache = daemon_config(s.config, {}).get("srs", {}).get("param_cache")
+            return Path(cache) if cache else CUZK_PARAM_CACHE
         return None
+
+    def pce_dir(self, target: Target) -> Path | None:
+        """The param cache to watch for ``target``'s PCE files: only one on this machine."""
+        if target.mode == "attach" and not _is_local(target.address):
+            return None
+        return self.param_cache
 
     def engine_identity(self) -> str:
         """Which build is under test, for machine info and the results database."""
@@ -229,10 +287,8 @@ class CuzkSession:
     # --- daemons ----------------------------------------------------------------------------------
     def _spawn(self, target: Target, batch_size: int, lowmem: bool) -> DaemonProcess:
         choice = self.resolve_mode()
-        workdir = (
-            self.tmpdir / f"{target.label}-b{batch_size}{'-lowmem' if lowmem else ''}-{len(target.cold)}"
-        )
-        workdir.mkdir(parents=True, mode=0o700)
+        prefix = f"{target.label}-b{batch_size}{'-lowmem' if lowmem else ''}-"
+        workdir = Path(tempfile.mkdtemp(prefix=prefix, dir=self.tmpdir))
         overrides: dict[str, dict[str, Any]] = {
             "daemon": {"listen": listen_address(workdir)},
             "scheduler": {"max_batch_size": batch_size},
@@ -272,23 +328,51 @@ class CuzkSession:
         the ones a low-memory warm-up would cover if their PCE files are missing.
         """
         target = self.target(label)
+        if target.crashed:
+            raise DaemonExited(
+                f"daemon {target.label} ({target.address}) is out of service: {target.crashed}"
+            )
         if target.mode == "attach":
-            if target.crashed:
-                raise DaemonExited(f"attached daemon {target.address} is gone: {target.crashed}")
             if not target.cold:
-                cold = ColdStart(target.label, None)
-                t0 = time.monotonic()
-                with ProvingClient(target.address) as client:
-                    client.wait_ready(self.settings.start_timeout)
-                cold.start_s = time.monotonic() - t0
-                target.cold.append(cold)
+                self._attach(target)
             return target
         if target.process and not target.process.alive():
-            target.restarts.append(f"restarted after crash: {target.process.exit_message()}")
+            target.process.stop()  # its children still belong to the group
+            how = "crash" if target.process.answered else "failed start"
+            target.restarts.append(f"restarted after {how}: {target.process.exit_message()}")
             target.process = None
+            if len(target.restarts) >= MAX_RESTARTS:
+                target.crashed = f"it died {len(target.restarts)} times; not restarting it again"
+                raise DaemonExited(f"daemon {target.label}: {target.crashed}")
         if target.process is None or target.batch_size != batch_size:
             self._restart(target, batch_size, self.wanted_kinds() if kinds is None else kinds)
         return target
+
+    def _attach(self, target: Target) -> None:
+        """Check that an attached daemon answers; a daemon that does not is out of service for the run."""
+        cold = ColdStart(target.label, None)
+        t0 = time.monotonic()
+        try:
+            with ProvingClient(target.address) as client:
+                client.wait_ready(self.settings.start_timeout)
+        except CuzkError as exc:
+            target.crashed = str(exc)
+            raise
+        cold.start_s = time.monotonic() - t0
+        target.cold.append(cold)
+
+    def out_of_service(self, target: Target, reason: str) -> None:
+        """Take a daemon that can no longer be trusted (a proof it cannot cancel) out of the run.
+
+        A spawned one is restarted before the next test; an attached one is skipped from now on.
+        """
+        if target.process is None:
+            target.crashed = reason
+            return
+        self.fold_metrics(target)
+        target.process.stop()
+        target.process = None
+        target.restarts.append(f"restarted: {reason}")
 
     def wanted_kinds(self, kinds: list[str] | None = None) -> list[ProofKindInfo]:
         """The selected kinds (or ``kinds``) whose data can be had."""
@@ -346,19 +430,36 @@ class CuzkSession:
         target.address = process.address
 
     def _prepare(self, target: Target, kinds: list[ProofKindInfo], cold: ColdStart) -> None:
-        """Preload SRS, then warm up each kind not yet ready on this daemon and wait for its PCE."""
+        """Preload SRS, then warm up each kind not yet ready on this daemon and wait for its PCE.
+
+        A daemon that dies on the way (the OOM killer during the first proof) is reported
+        as a death, with its exit and log, not as the RPC error its socket gave.
+        """
         todo = [k for k in kinds if k.name not in target.ready_kinds]
         if not todo:
             return
-        with ProvingClient(target.address) as client:
-            for kind in todo:
-                t0 = time.monotonic()
-                client.preload_srs(kind.circuit_id, timeout_s=self.settings.ready_timeout)
-                cold.srs_load_s[kind.name] = time.monotonic() - t0
-            for kind in todo:
-                if not self.settings.skip_warmup:
-                    self._warm_up(client, target, kind, cold)
-                target.ready_kinds.add(kind.name)
+        try:
+            with ProvingClient(target.address) as client:
+                for kind in todo:
+                    with self._cache_lock(target, kind):
+                        t0 = time.monotonic()
+                        client.preload_srs(kind.circuit_id, timeout_s=self.settings.ready_timeout)
+                        cold.srs_load_s[kind.name] = time.monotonic() - t0
+                        if not self.settings.skip_warmup:
+                            self._warm_up(client, target, kind, cold)
+                    target.ready_kinds.add(kind.name)
+        except RpcError as exc:
+            if target.gone():
+                raise DaemonExited(f"daemon died while getting ready: {target.death_message()}") from exc
+            raise
+
+    def _cache_lock(self, target: Target, kind: ProofKindInfo) -> Any:
+        """Serialise setup and PCE writing of one circuit across daemons sharing a param cache (xdist)."""
+        cache = self.pce_dir(target)
+        if target.process is None or cache is None:
+            return contextlib.nullcontext()
+        cache.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(cache / f".pytest-cuzk-{kind.circuit_id}.lock"))
 
     def _warm_up(self, client: ProvingClient, target: Target, kind: ProofKindInfo, cold: ColdStart) -> None:
         t0 = time.monotonic()
@@ -367,15 +468,19 @@ class CuzkSession:
         if result.status != pb.AwaitProofResponse.COMPLETED:
             raise CuzkError(f"warm-up {kind.name} proof on {target.address} failed: {result.error_message}")
         check_proof(result.proof, kind)
-        if self.param_cache is None:
+        cache = self.pce_dir(target)
+        if cache is None:
             cold.notes.append(
-                f"{kind.name}: PCE file not checked (param cache unknown: pass --cuzk-param-cache)"
+                f"{kind.name}: PCE file not checked (param cache unknown or remote: "
+                "pass --cuzk-param-cache for a daemon on this machine)"
             )
             return
-        pce = self.param_cache / kind.pce_file
+        pce = cache / kind.pce_file
+        # The reference engine reuses its PCE file; cuzk writes a new one after each start.
+        fresh = target.process.started_wall if target.process and target.mode == "spawn" else 0.0
         t1 = time.monotonic()
         deadline = t1 + self.settings.warmup_timeout
-        while not _pce_complete(pce):
+        while not _pce_complete(pce, fresh):
             if target.process and not target.process.alive():
                 raise DaemonExited(f"daemon died while writing {pce}: {target.process.exit_message()}")
             if time.monotonic() > deadline:
@@ -394,7 +499,7 @@ class CuzkSession:
             host=self.host_record(target),
             daemon_build=self.engine_identity(),
             label=target.label,
-            batch_size=target.batch_size,
+            batch_size=self.settings.batch_sizes[0] if len(self.settings.batch_sizes) == 1 else None,
             concurrency=max(self.settings.concurrency),
             preset=self.settings.preset if target.mode == "ref" else None,
             extra={"worker": self.worker, "mode": target.mode},
@@ -408,7 +513,8 @@ class CuzkSession:
         if target.mode != "attach" or _is_local(target.address):
             return HostRecord.from_host(host_info())
         with ProvingClient(target.address) as client:
-            gpus = list(client.status().gpus)
+            # cuzk lists each GPU once per worker (two per GPU by default).
+            gpus = list({g.ordinal: g for g in client.status().gpus}.values())
         return HostRecord.of(
             gpu_models=[g.name for g in gpus],
             gpu_count=len(gpus),
@@ -420,21 +526,38 @@ class CuzkSession:
         )
 
     def close(self) -> None:
-        """Stop every spawned daemon, close the results database and remove the session's temp dir."""
-        if self.results_db is not None:
-            for run_id in self.runs.values():
-                self.results_db.finish_run(run_id)
-            self.results_db.close()
-            self.results_db = None
+        """Stop every spawned daemon, then close the results database and remove the temp dir.
+
+        Daemons go first, each on its own, so nothing else failing leaves one behind.
+        An interrupted run's database runs stay unfinished, as the database expects;
+        the temp dir (configs and daemon logs) is kept when a test failed.
+        """
         for target in self.targets.values():
             if target.process:
-                target.process.stop()
-        with contextlib.suppress(OSError):
-            shutil.rmtree(self.tmpdir)
+                try:
+                    target.process.stop()
+                except Exception as exc:  # keep stopping the others
+                    self.data_notes.append(f"could not stop daemon {target.label}: {exc}")
+        if self.results_db is not None:
+            try:
+                if not self.interrupted:
+                    for run_id in self.runs.values():
+                        self.results_db.finish_run(run_id)
+            finally:
+                self.results_db.close()
+                self.results_db = None
+        if not self.keep_tmpdir:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(self.tmpdir)
 
 
 def _metric_values(client: ProvingClient) -> MetricValues:
-    return {key: sample.value for key, sample in client.metric_samples().by_key.items()}
+    """The proof counters (gauges, and the summary over the last 1000 proofs, do not add up)."""
+    return {
+        key: sample.value
+        for key, sample in client.metric_samples().by_key.items()
+        if sample.name.startswith(("cuzk_proofs_completed", "cuzk_proofs_failed"))
+    }
 
 
 def _is_local(address: str) -> bool:

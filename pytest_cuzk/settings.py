@@ -95,7 +95,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("plots", "Directory for per-test memory plots (PNG)"),
     Option("label", "Host label for a daemon address in test ids: ADDR=NAME (repeatable)", (), "list"),
-    Option("results-db", "Record results in this database URL (no value: the default SQLite file)"),
+    Option(
+        "results-db",
+        "Record every test in this database: a SQLAlchemy URL (sqlite:///FILE, postgresql://...) or "
+        "'default' for a SQLite file in the user's data dir",
+    ),
 )
 
 
@@ -146,9 +150,6 @@ def add_options(parser: pytest.Parser) -> None:
         elif opt.kind == "list":
             group.addoption(opt.flag, action="append", default=None, metavar="VALUE", help=help_text)
             parser.addini(opt.ini, opt.help, type="linelist", default=[])
-        elif opt.name == "results-db":
-            group.addoption(opt.flag, nargs="?", const="default", default=None, metavar="URL", help=help_text)
-            parser.addini(opt.ini, opt.help, default=None)
         else:
             group.addoption(opt.flag, default=None, metavar="VALUE", help=help_text)
             parser.addini(opt.ini, opt.help, default=None)
@@ -256,6 +257,17 @@ def _float(text: Any, where: str) -> float:
     return value
 
 
+def _interval(text: Any, where: str) -> float:
+    from .memory import MIN_INTERVAL_S
+
+    value = _float(text, where)
+    if value < MIN_INTERVAL_S:
+        raise pytest.UsageError(
+            f"Invalid interval {text!r} from {where}: the sampler needs {MIN_INTERVAL_S}s or more"
+        )
+    return value
+
+
 def _pairs(values: Any, where: str, what: str) -> dict[str, str]:
     out = {}
     for item in values or ():
@@ -264,6 +276,15 @@ def _pairs(values: Any, where: str, what: str) -> dict[str, str]:
             raise pytest.UsageError(f"Invalid value {item!r} from {where}: use {what}")
         out[key.strip()] = value.strip()
     return out
+
+
+def _address(addr: str, where: str, hint: str) -> None:
+    from .client import parse_address
+
+    try:
+        parse_address(addr)
+    except ValueError as exc:
+        raise pytest.UsageError(f"Invalid address {addr!r} from {where}: {hint} ({exc})") from exc
 
 
 def default_data_dir() -> Path:
@@ -283,12 +304,13 @@ def resolve_settings(config: pytest.Config) -> Settings:
     daemon, where = raw["daemon"]
     daemon = str(daemon).strip()
     attach: tuple[str, ...] = ()
-    if daemon not in MODES:
+    if daemon.lower() in MODES:
+        daemon = daemon.lower()
+    else:
         attach = tuple(a.strip() for a in daemon.split(",") if a.strip())
-        if not attach:
-            raise pytest.UsageError(
-                f"Invalid --cuzk-daemon {daemon!r} from {where}: use {', '.join(MODES)} or ADDR"
-            )
+        for addr in attach or (daemon,):
+            _address(addr, where, f"use {', '.join(MODES)} or ADDR[,ADDR...]")
+    _address(str(raw["addr"][0]), raw["addr"][1], "use IP:port, host:port or unix:///path")
     inputs = {}
     for name, value in _pairs(raw["input"][0], raw["input"][1], "KIND=PATH").items():
         try:
@@ -325,7 +347,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         batch_sizes=_ints(raw["batch-sizes"][0], raw["batch-sizes"][1]),
         concurrency=_ints(raw["concurrency"][0], raw["concurrency"][1]),
         proofs=int(proofs),
-        sample_interval=_float(raw["sample-interval"][0], raw["sample-interval"][1]),
+        sample_interval=_interval(raw["sample-interval"][0], raw["sample-interval"][1]),
         min_throughput=_kind_map(raw["min-throughput"][0], raw["min-throughput"][1], _throughput),
         max_rss=_kind_map(raw["max-rss"][0], raw["max-rss"][1], _size),
         max_vram=_kind_map(raw["max-vram"][0], raw["max-vram"][1], _size),

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import psutil
 
-PROVE_SOURCE = (Path(__file__).parent / "suite" / "test_prove.py").read_text()
+SUITE = Path(__file__).parent / "suite"
+PROVE_SOURCE = (SUITE / "test_prove.py").read_text()
 
 
 def process_gone(pid: int) -> bool:

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from support import PROVE_SOURCE, process_gone
+from support import PROVE_SOURCE, SUITE, process_gone
 
 from pytest_cuzk.results import ResultsDB
 
@@ -226,3 +226,55 @@ def test_missing_data_is_downloaded_with_progress_and_undownloadable_kinds_skip(
         ["SKIPPED*wpost data wpost-vanilla.json (*manifest.toml [[]kinds.wpost[]]): *"]
     )
     assert (tmp_path / "cache" / "winning-vanilla.json").exists()
+
+
+def test_xdist_workers_with_a_fresh_cache_share_setup_and_proofs_verify(inner, tmp_path):
+    args = (
+        "-n",
+        "2",
+        "--dist",
+        "loadfile",
+        "-k",
+        "winning or wpost",
+        f"--cuzk-data-dir={tmp_path / 'fresh'}",
+    )
+    inner({"test_a": PROVE_SOURCE, "test_b": PROVE_SOURCE}, *args).assert_outcomes(passed=4)
+
+
+def test_one_attached_daemon_is_not_shared_between_xdist_workers(inner, tmp_path):
+    data, params, sock = tmp_path / "data", tmp_path / "params", tmp_path / "ref.sock"
+    subprocess.run([sys.executable, "-m", "pytest_cuzk.refengine.cli", "gen-data", str(data)], check=True)
+    config = tmp_path / "ref.toml"
+    config.write_text(f'[srs]\nparam_cache = "{params}"\n')
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "pytest_cuzk.refengine.cli", "-c", str(config), "-l", f"unix://{sock}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        result = inner(
+            {"test_daemon": (SUITE / "test_daemon.py").read_text()},
+            "-n",
+            "2",
+            f"--cuzk-daemon=unix://{sock}",
+            f"--cuzk-manifest={data / 'manifest.toml'}",
+            "-k",
+            "counters and (winning or wpost)",
+        )
+        result.assert_outcomes(passed=2)
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+
+
+def test_an_unreachable_attached_daemon_is_given_up_after_the_first_test(inner):
+    start = time.monotonic()
+    result = inner(
+        {"test_prove": PROVE_SOURCE},
+        "--cuzk-daemon=127.0.0.1:9",
+        "--cuzk-start-timeout=2",
+        "-k",
+        "winning or wpost",
+    )
+    result.assert_outcomes(errors=1, skipped=1)
+    assert time.monotonic() - start < 30

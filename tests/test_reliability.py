@@ -27,6 +27,14 @@ def test_2_gets_a_restarted_daemon(cuzk_ready, cuzk_client, cuzk_data):
     assert cuzk_client.prove(cuzk_data.request("winning"), timeout_s=60).completed
 """
 
+PROVES_ONCE = """
+import pytest
+
+@pytest.mark.cuzk_kinds("winning")
+def test_winning_proves_once(cuzk_ready, cuzk_client, cuzk_data):
+    assert cuzk_client.prove(cuzk_data.request("winning"), timeout_s=60).completed
+"""
+
 RECORDS_PID = """
 import os, time
 def test_daemon(cuzk_daemon):
@@ -136,3 +144,34 @@ def test_no_daemon_outlives_pytest(pytester, shared_cache, tmp_path, ending):
             break
         time.sleep(0.1)
     assert process_gone(pid), f"daemon {pid} outlived pytest ({ending}):\n{out[-2000:]}"
+
+
+def test_a_daemon_killed_while_getting_ready_is_reported_as_a_death(inner, tmp_path):
+    # Proof 1 is the warm-up: the seeds' hosts were OOM-killed there, during the PCE extraction.
+    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, die_at_proof=1))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*daemon died while getting ready: daemon (pid *) killed by SIGKILL (likely*"]
+    )
+
+
+def test_a_daemon_that_keeps_failing_to_start_fails_each_test_and_is_given_up(inner, tmp_path):
+    files = {"test_prove": PROVE_SOURCE}
+    result = inner(
+        files, "-k", "winning or wpost", "--cuzk-concurrency=1,2", _faults(tmp_path, exit_before_ready=7)
+    )
+    result.assert_outcomes(errors=4)
+    out = result.stdout.str()
+    assert "FileExistsError" not in out
+    assert out.count("exited with code 7") >= 3
+    result.stdout.fnmatch_lines(["*it died 3 times; not restarting it again*"])
+
+
+def test_after_a_proof_timeout_the_next_test_gets_a_fresh_daemon(inner, tmp_path):
+    # Warm-up is proof 1; the case's second proof (3) hangs. The fresh daemon proves once (2).
+    files = {"test_prove": PROVE_SOURCE, "test_zz_after": PROVES_ONCE}
+    result = inner(files, *WINNING, _faults(tmp_path, hang_at_proof=3), "--cuzk-proof-timeout=3")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        ["*restarted: a winning proof timed out in test_prove[[]winning-batch1-j1[]]*"]
+    )

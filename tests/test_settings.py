@@ -37,6 +37,12 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         (["--cuzk-label=nolabel"], "Invalid value 'nolabel' from option --cuzk-label: use ADDR=NAME"),
         (["--cuzk-lowmem-warmup=maybe"], "use auto, on or off"),
         (["--cuzk-proof-timeout=0"], "must be above 0"),
+        (
+            ["--cuzk-daemon=spwan"],
+            "Invalid address 'spwan' from option --cuzk-daemon: use auto, spawn, ref or ADDR",
+        ),
+        (["--cuzk-addr=https://h:1"], "Invalid address 'https://h:1' from option --cuzk-addr"),
+        (["--cuzk-sample-interval=0.001"], "the sampler needs 0.005s or more"),
     ],
 )
 def test_bad_values_name_their_source(pytester, args, message):
@@ -66,6 +72,7 @@ def test_kind_maps_and_gates_parse(pytester):
     assert s.max_vram == {"porep": 12 * 10**9}
     assert s.compare_fail == {"rss_peak": 10.0, "throughput": 5.0}
     assert (s.daemon, s.attach) == ("attach", ("10.0.0.1:9820", "unix:///run/cuzk.sock"))
+    assert resolve_settings(pytester.parseconfig("--cuzk-daemon=Ref")).daemon == "ref"
     assert s.labels == {"10.0.0.1:9820": "rtx4090"}
 
 
