@@ -33,6 +33,7 @@ __all__ = [
     "ProofResult",
     "ProvingClient",
     "SubmitResult",
+    "is_local",
     "keep_large_buffers",
     "parse_address",
     "parse_metrics",
@@ -96,6 +97,14 @@ def _is_ipv6(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def is_local(address: str) -> bool:
+    """Whether an address (any form parse_address takes) is on this machine: a unix socket or loopback."""
+    try:
+        return _is_local(parse_address(address)[0])
+    except ValueError:
+        return False
 
 
 def _is_local(target: str) -> bool:

@@ -397,46 +397,6 @@ def cuzk_target(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> Ta
     return target
 
 
-def _record(session: CuzkSession, target: Target, case: Case, result: CaseResult, nodeid: str) -> None:
-    """Write the finished test to the results database, one transaction per test."""
-    if not session.settings.results_db:
-        return
-    from .results import ResultsDB, TestRecord
-
-    if session.results_db is None:
-        url = session.settings.results_db
-        session.results_db = ResultsDB(None if url == "default" else url)
-    if target.label not in session.runs:
-        session.runs[target.label] = session.results_db.start_run(session.run_record(target))
-    info = result.extra_info()
-    cold = target.cold[-1].as_dict() if target.cold else {}
-    session.results_db.record_test(
-        TestRecord(
-            run_id=session.runs[target.label],
-            nodeid=nodeid,
-            kind=case.kind.name,
-            batch_size=case.batch_size,
-            concurrency=case.concurrency,
-            proofs_ok=info["proofs_ok"],
-            proofs_failed=info["proofs_failed"],
-            p50_s=info["latency_p50_s"],
-            p90_s=info["latency_p90_s"],
-            max_s=info["latency_max_s"],
-            proofs_per_hour=info["throughput_proofs_per_hour"],
-            rss_peak_bytes=info.get("rss_peak_bytes"),
-            vram_peak_bytes=info.get("vram_peak_bytes"),
-            cold_start={
-                "start_s": cold.get("start_s", 0.0),
-                "srs_load_s": cold.get("srs_load_s", {}).get(case.kind.name, 0.0),
-                "warmup_s": cold.get("warmup_s", {}).get(case.kind.name, 0.0),
-                "pce_s": cold.get("pce_s", {}).get(case.kind.name, 0.0),
-            },
-            sampler_interval_s=info.get("sampler_interval_s"),
-            label=case.label,
-        )
-    )
-
-
 @pytest.fixture
 def cuzk_run(
     cuzk_session: CuzkSession, cuzk_target: Target, request: pytest.FixtureRequest
@@ -475,7 +435,8 @@ def cuzk_run(
                 memory = sampler.stop() if sampler else None
         result.memory = memory
         request.node.stash[_RESULT] = result
-        _record(cuzk_session, target, case, result, request.node.nodeid)
+        if cuzk_session.recorder is not None:
+            cuzk_session.recorder.record(cuzk_session, target, case, result, request.node.nodeid)
         if any(p.timed_out for p in result.proofs):
             cuzk_session.out_of_service(target, f"a {case.kind.name} proof timed out in {request.node.name}")
         if benchmark is not None:

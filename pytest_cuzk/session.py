@@ -23,7 +23,7 @@ from typing import Any
 from filelock import FileLock
 
 from . import __version__
-from .client import ProvingClient
+from .client import ProvingClient, is_local
 from .daemon import DaemonExited, DaemonProcess, ModeChoice, choose_mode, daemon_config, listen_address
 from .data import DataStore, DataUnavailable, Progress, load_manifest
 from .errors import CuzkError, RpcError
@@ -31,6 +31,7 @@ from .inputs import build_request
 from .kinds import KINDS, ProofKindInfo
 from .proofcheck import check_proof
 from .proto import pb
+from .recording import Recorder
 from .settings import Settings
 
 __all__ = ["PCE_MAGIC", "ColdStart", "CuzkSession", "MetricValues", "Target"]
@@ -165,8 +166,7 @@ class CuzkSession:
         self.progress: Progress | None = None
         self.rows: list[tuple[str, dict[str, Any]]] = []
         self.colds: dict[str, dict[str, Any]] = {}
-        self.results_db: Any = None
-        self.runs: dict[str, str] = {}
+        self.recorder = Recorder(settings.results_db) if settings.results_db else None
         self._metric_base: dict[str, MetricValues] = {}
         self.metric_totals: dict[str, MetricValues] = {}
         self.keep_tmpdir = False
@@ -211,7 +211,7 @@ class CuzkSession:
 
     def pce_dir(self, target: Target) -> Path | None:
         """The param cache to watch for ``target``'s PCE files: only one on this machine."""
-        if target.mode == "attach" and not _is_local(target.address):
+        if target.mode == "attach" and not is_local(target.address):
             return None
         return self.param_cache
 
@@ -491,40 +491,6 @@ class CuzkSession:
             time.sleep(0.2)
         cold.pce_s[kind.name] = time.monotonic() - t1
 
-    def run_record(self, target: Target) -> Any:
-        """The results-database run for a daemon: its host, its build, its configuration."""
-        from .results import RunRecord
-
-        return RunRecord(
-            host=self.host_record(target),
-            daemon_build=self.engine_identity(),
-            label=target.label,
-            batch_size=self.settings.batch_sizes[0] if len(self.settings.batch_sizes) == 1 else None,
-            concurrency=max(self.settings.concurrency),
-            preset=self.settings.preset if target.mode == "ref" else None,
-            extra={"worker": self.worker, "mode": target.mode},
-        )
-
-    def host_record(self, target: Target) -> Any:
-        """The host record: this machine for a local daemon, else what its GetStatus says of its GPUs."""
-        from .hostinfo import host_info
-        from .results import HostRecord
-
-        if target.mode != "attach" or _is_local(target.address):
-            return HostRecord.from_host(host_info())
-        with ProvingClient(target.address) as client:
-            # cuzk lists each GPU once per worker (two per GPU by default).
-            gpus = list({g.ordinal: g for g in client.status().gpus}.values())
-        return HostRecord.of(
-            gpu_models=[g.name for g in gpus],
-            gpu_count=len(gpus),
-            vram_total_bytes=sum(g.vram_total_bytes for g in gpus),
-            cpu_model=f"unknown (remote host {target.label})",  # keeps unlike remote hosts apart
-            cpu_cores=0,
-            ram_bytes=0,
-            hostname=target.label,
-        )
-
     def close(self) -> None:
         """Stop every spawned daemon, then close the results database and remove the temp dir.
 
@@ -538,14 +504,8 @@ class CuzkSession:
                     target.process.stop()
                 except Exception as exc:  # keep stopping the others
                     self.data_notes.append(f"could not stop daemon {target.label}: {exc}")
-        if self.results_db is not None:
-            try:
-                if not self.interrupted:
-                    for run_id in self.runs.values():
-                        self.results_db.finish_run(run_id)
-            finally:
-                self.results_db.close()
-                self.results_db = None
+        if self.recorder is not None:
+            self.recorder.close(self.interrupted)
         if not self.keep_tmpdir:
             with contextlib.suppress(OSError):
                 shutil.rmtree(self.tmpdir)
@@ -558,12 +518,6 @@ def _metric_values(client: ProvingClient) -> MetricValues:
         for key, sample in client.metric_samples().by_key.items()
         if sample.name.startswith(("cuzk_proofs_completed", "cuzk_proofs_failed"))
     }
-
-
-def _is_local(address: str) -> bool:
-    """A unix socket or a loopback address: the daemon runs on this machine."""
-    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
-    return address.startswith("unix:") or host in ("localhost", "127.0.0.1", "::1")
 
 
 def label_from_address(address: str) -> str:
