@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from .bench import Case, CaseResult, Runner, run_case
-from .client import ProvingClient, keep_large_buffers
+from .client import ProvingClient, is_local, keep_large_buffers
 from .daemon import DaemonExited, DaemonProcess
 from .data import DataUnavailable, Progress, ProgressLine
 from .errors import CuzkError, DaemonUnavailable
@@ -299,7 +299,14 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
     from .hostinfo import host_info
 
     session = config.stash[CUZK_SESSION]
-    machine_info["cuzk"] = {"host": host_info().as_dict(), "daemon": session.engine_identity()}
+    session.resolve_mode()
+    remote = [t.address for t in session.targets.values() if t.mode == "attach" and not is_local(t.address)]
+    machine_info["cuzk"] = {
+        "host": host_info().as_dict(),
+        "daemon": session.engine_identity(),
+        # host describes where pytest ran; a remote daemon's hardware is not in it
+        "remote_daemons": remote,
+    }
 
 
 # --- fixtures ---------------------------------------------------------------------------------------
