@@ -17,12 +17,15 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def inner(pytester: pytest.Pytester, shared_cache: Path):
+def inner(pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.MonkeyPatch):
     """Run pytest in a subprocess against the reference engine with the shared cache.
 
     ``inner(files, *args)`` writes the test files (name -> source) and returns the
     RunResult.
     """
+    # An inner run is not an xdist worker, even when this test runs in one.
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
 
     def run(files: dict[str, str], *args: str, timeout: float = 300):
         pytester.makepyfile(**files)
