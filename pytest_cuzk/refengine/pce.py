@@ -24,6 +24,8 @@ import sys
 from array import array
 from pathlib import Path
 
+from filelock import FileLock
+
 from .field import R
 from .r1cs import CSR, Matrices
 
@@ -64,8 +66,9 @@ def write_pce(param_cache: Path, name: str, m: Matrices) -> Path:
     """Write ``pce-<name>.bin`` atomically (``pce-<name>.tmp`` then rename); returns the path."""
     final = pce_path(param_cache, name)
     tmp = final.with_suffix(".tmp")
-    tmp.write_bytes(encode(m))
-    os.replace(tmp, final)
+    with FileLock(f"{final}.lock"):  # daemons sharing a param cache must not interleave their .tmp
+        tmp.write_bytes(encode(m))
+        os.replace(tmp, final)
     return final
 
 

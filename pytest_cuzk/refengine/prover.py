@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
 from py_arkworks_bls12381 import Scalar
 
 from ..kinds import ProofKindInfo
@@ -127,7 +128,10 @@ class RefProver:
     def ensure_params(self, circuit_id: str) -> None:
         """Run the trusted setup for ``circuit_id`` unless current .params/.vk files exist."""
         circuit = circuit_for(circuit_id)
-        with self._circuit_lock(circuit_id):
+        path = self.params_path(circuit_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Daemons sharing a param cache (a fleet on one host, xdist workers) set up once.
+        with self._circuit_lock(circuit_id), FileLock(f"{path}.lock"):
             if self._params_current(circuit_id):
                 return
             log.info("running trusted setup for %s (preset %s)", circuit_id, self._preset.name)
@@ -136,7 +140,6 @@ class RefProver:
             with self.timer.phase("setup"):
                 pk = generate_random_parameters(cs.matrices(), self.timer)
             pk.meta.update(circuit_id=circuit_id, kind=circuit.kind.name, shape=self._preset.shape())
-            path = self.params_path(circuit_id)
             keyfile.write_params(path, pk)
             keyfile.write_vk(path.with_suffix(".vk"), pk.vk, pk.meta)
 
