@@ -31,7 +31,6 @@ from .inputs import build_request
 from .kinds import KINDS, ProofKindInfo
 from .proofcheck import check_proof
 from .proto import pb
-from .recording import Recorder
 from .settings import Settings
 
 __all__ = ["PCE_MAGIC", "ColdStart", "CuzkSession", "MetricValues", "Target"]
@@ -166,7 +165,11 @@ class CuzkSession:
         self.progress: Progress | None = None
         self.rows: list[tuple[str, dict[str, Any]]] = []
         self.colds: dict[str, dict[str, Any]] = {}
-        self.recorder = Recorder(settings.results_db) if settings.results_db else None
+        self.recorder: Any = None
+        if settings.results_db:  # SQLAlchemy is imported only by runs that record
+            from .recording import Recorder
+
+            self.recorder = Recorder(settings.results_db)
         self._metric_base: dict[str, MetricValues] = {}
         self.metric_totals: dict[str, MetricValues] = {}
         self.keep_tmpdir = False
