@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -16,3 +21,39 @@ def process_gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+@dataclass
+class RefDaemons:
+    """Reference engines started by a test, to attach to: their addresses, data and param cache."""
+
+    addresses: list[str]
+    manifest: Path
+    params: Path
+    procs: list[subprocess.Popen[bytes]]
+
+    def all_running(self) -> bool:
+        return all(p.poll() is None for p in self.procs)
+
+
+@contextmanager
+def ref_daemons(tmp_path: Path, count: int = 1) -> Iterator[RefDaemons]:
+    """Generate data once and start ``count`` cuzk-ref daemons on unix sockets sharing a param cache."""
+    cli = [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
+    data, params = tmp_path / "data", tmp_path / "params"
+    subprocess.run([*cli, "gen-data", str(data)], check=True, stdout=subprocess.DEVNULL)
+    config = tmp_path / "ref.toml"
+    config.write_text(f'[srs]\nparam_cache = "{params}"\n')
+    addresses = [f"unix://{tmp_path / f'ref{i}.sock'}" for i in range(count)]
+    procs = [
+        subprocess.Popen(
+            [*cli, "-c", str(config), "-l", addr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        for addr in addresses
+    ]
+    try:
+        yield RefDaemons(addresses, data / "manifest.toml", params, procs)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)

@@ -3,42 +3,25 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-from support import PROVE_SOURCE
+from support import PROVE_SOURCE, ref_daemons
 
 from pytest_cuzk.results import ResultsDB
 
-CLI = [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
-
-
-def _daemon(tmp_path: Path, name: str, params: Path) -> tuple[subprocess.Popen[bytes], str]:
-    config = tmp_path / f"{name}.toml"
-    config.write_text(f'[srs]\nparam_cache = "{params}"\n')
-    sock = tmp_path / f"{name}.sock"
-    proc = subprocess.Popen(
-        [*CLI, "-c", str(config), "-l", f"unix://{sock}"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
-    )
-    return proc, f"unix://{sock}"
-
 
 def test_two_daemons_prove_in_parallel_and_land_in_one_database(pytester, tmp_path):
-    data, params = tmp_path / "data", tmp_path / "params"
-    subprocess.run([*CLI, "gen-data", str(data)], check=True, stdout=subprocess.DEVNULL)
-    (a, addr_a), (b, addr_b) = _daemon(tmp_path, "a", params), _daemon(tmp_path, "b", params)
     db = f"sqlite:///{tmp_path / 'fleet.db'}"
     pytester.makepyfile(test_prove=PROVE_SOURCE)
-    try:
+    with ref_daemons(tmp_path, count=2) as refs:
+        addr_a, addr_b = refs.addresses
         result = pytester.runpytest_subprocess(
             "-n",
             "2",
             f"--cuzk-daemon={addr_a},{addr_b}",
             f"--cuzk-label={addr_a}=rtx4090",
             f"--cuzk-label={addr_b}=a40",
-            f"--cuzk-manifest={data / 'manifest.toml'}",
-            f"--cuzk-param-cache={params}",
+            f"--cuzk-manifest={refs.manifest}",
+            f"--cuzk-param-cache={refs.params}",
             f"--cuzk-results-db={db}",
             "-k",
             "winning or wpost",
@@ -47,24 +30,20 @@ def test_two_daemons_prove_in_parallel_and_land_in_one_database(pytester, tmp_pa
             "-v",
             timeout=300,
         )
-        result.assert_outcomes(passed=4)
-        out = result.stdout.str()
-        for host in ("rtx4090", "a40"):
-            for kind in ("winning", "wpost"):
-                assert f"test_prove[{host}-{kind}-batch1-j1-attached]" in out
-        # Each worker took one daemon's tests (xdist loadgroup): per host, one worker.
-        workers: dict[str, set[str]] = {}
-        for worker, host in re.findall(r"\[(gw\d)\].* PASSED test_prove\.py::test_prove\[(\w+)-", out):
-            workers.setdefault(host, set()).add(worker)
-        assert all(len(w) == 1 for w in workers.values()), workers
-        assert workers["rtx4090"] != workers["a40"], "hosts prove in parallel on different workers"
-        # One summary on the controller, with the rows of both workers.
-        assert out.count("test_prove[rtx4090-") >= 4 and out.count("test_prove[a40-") >= 4
-        assert a.poll() is None and b.poll() is None, "attached daemons are left running"
-    finally:
-        for proc in (a, b):
-            proc.terminate()
-            proc.wait(10)
+        assert refs.all_running(), "attached daemons are left running"
+    result.assert_outcomes(passed=4)
+    out = result.stdout.str()
+    for host in ("rtx4090", "a40"):
+        for kind in ("winning", "wpost"):
+            assert f"test_prove[{host}-{kind}-batch1-j1-attached]" in out
+    # Each worker took one daemon's tests: per host, one worker, and not the same one.
+    workers: dict[str, set[str]] = {}
+    for worker, host in re.findall(r"\[(gw\d)\].* PASSED test_prove\.py::test_prove\[(\w+)-", out):
+        workers.setdefault(host, set()).add(worker)
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert workers["rtx4090"] != workers["a40"], "hosts prove in parallel on different workers"
+    # One summary on the controller, with the rows of both workers.
+    assert out.count("test_prove[rtx4090-") >= 4 and out.count("test_prove[a40-") >= 4
     with ResultsDB(db) as results:
         rows = results.rows()
     assert sorted((r.run.label, r.test.kind) for r in rows) == [

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import pytest
-from support import PROVE_SOURCE, SUITE, process_gone
+from support import PROVE_SOURCE, SUITE, process_gone, ref_daemons
 
 from pytest_cuzk.results import ResultsDB
 
@@ -86,21 +84,12 @@ def test_xdist_gives_each_worker_its_own_daemon(inner, tmp_path, monkeypatch):
 
 
 def test_attached_daemon_is_used_and_left_running(inner, tmp_path):
-    data, params, sock = tmp_path / "data", tmp_path / "params", tmp_path / "ref.sock"
-    subprocess.run([sys.executable, "-m", "pytest_cuzk.refengine.cli", "gen-data", str(data)], check=True)
-    config = tmp_path / "ref.toml"
-    config.write_text(f'[srs]\nparam_cache = "{params}"\n')
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "pytest_cuzk.refengine.cli", "-c", str(config), "-l", f"unix://{sock}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with ref_daemons(tmp_path) as refs:
         result = inner(
             {"test_prove": PROVE_SOURCE},
-            f"--cuzk-daemon=unix://{sock}",
-            f"--cuzk-param-cache={params}",
-            f"--cuzk-manifest={data / 'manifest.toml'}",
+            f"--cuzk-daemon={refs.addresses[0]}",
+            f"--cuzk-param-cache={refs.params}",
+            f"--cuzk-manifest={refs.manifest}",
             "-k",
             "winning",
         )
@@ -108,10 +97,7 @@ def test_attached_daemon_is_used_and_left_running(inner, tmp_path):
         result.stdout.fnmatch_lines(
             ["cuzk: daemon mode attach*", "*test_prove[[]winning-batch1-j1-attached[]]*"]
         )
-        assert daemon.poll() is None, "an attached daemon is never stopped"
-    finally:
-        daemon.terminate()
-        daemon.wait(10)
+        assert refs.all_running(), "an attached daemon is never stopped"
 
 
 def test_unreachable_address_fails_within_the_timeout_naming_it(inner):
@@ -242,29 +228,17 @@ def test_xdist_workers_with_a_fresh_cache_share_setup_and_proofs_verify(inner, t
 
 
 def test_one_attached_daemon_is_not_shared_between_xdist_workers(inner, tmp_path):
-    data, params, sock = tmp_path / "data", tmp_path / "params", tmp_path / "ref.sock"
-    subprocess.run([sys.executable, "-m", "pytest_cuzk.refengine.cli", "gen-data", str(data)], check=True)
-    config = tmp_path / "ref.toml"
-    config.write_text(f'[srs]\nparam_cache = "{params}"\n')
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "pytest_cuzk.refengine.cli", "-c", str(config), "-l", f"unix://{sock}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with ref_daemons(tmp_path) as refs:
         result = inner(
             {"test_daemon": (SUITE / "test_daemon.py").read_text()},
             "-n",
             "2",
-            f"--cuzk-daemon=unix://{sock}",
-            f"--cuzk-manifest={data / 'manifest.toml'}",
+            f"--cuzk-daemon={refs.addresses[0]}",
+            f"--cuzk-manifest={refs.manifest}",
             "-k",
             "counters and (winning or wpost)",
         )
-        result.assert_outcomes(passed=2)
-    finally:
-        daemon.terminate()
-        daemon.wait(10)
+    result.assert_outcomes(passed=2)
 
 
 def test_an_unreachable_attached_daemon_is_given_up_after_the_first_test(inner):
