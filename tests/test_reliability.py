@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from support import PROVE_SOURCE, process_gone
@@ -174,4 +176,73 @@ def test_after_a_proof_timeout_the_next_test_gets_a_fresh_daemon(inner, tmp_path
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         ["*restarted: a winning proof timed out in test_prove[[]winning-batch1-j1[]]*"]
+    )
+
+
+WRAPPER = """#!{python}
+import os, sys
+with open({procs!r}, "w") as f:
+    f.write(str(os.getpid()))
+os.execv(sys.executable, [sys.executable, "-m", "pytest_cuzk.refengine.cli", *sys.argv[1:]])
+"""
+
+
+@contextlib.contextmanager
+def _memory_cgroup(limit_bytes: int):
+    """A memory cgroup (v1 or v2) with a hard limit; yields its cgroup.procs path, or skips."""
+    name = f"pytest-cuzk-oom-{os.getpid()}"
+    for root, limit_file in (
+        (Path("/sys/fs/cgroup/memory"), "memory.limit_in_bytes"),
+        (Path("/sys/fs/cgroup"), "memory.max"),
+    ):
+        group = root / name
+        try:
+            group.mkdir()
+        except OSError:
+            continue
+        try:
+            (group / limit_file).write_text(str(limit_bytes))
+        except OSError:
+            group.rmdir()
+            continue
+        try:
+            yield group / "cgroup.procs"
+        finally:
+            for _ in range(50):
+                try:
+                    group.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        return
+    pytest.skip("no writable memory cgroup here (needs root and a memory controller)")
+
+
+def test_a_real_oom_kill_mid_test_is_reported_with_the_kernels_count(inner, tmp_path, shared_cache):
+    """The daemon grows memory inside a 400 MiB cgroup until the kernel's OOM killer kills it."""
+    from pytest_cuzk.refengine.gendata import generate
+
+    manifest = generate(tmp_path / "data")
+    with _memory_cgroup(400 << 20) as procs:
+        wrapper = tmp_path / "cuzk-daemon"
+        wrapper.write_text(WRAPPER.format(python=sys.executable, procs=str(procs)))
+        wrapper.chmod(0o755)
+        result = inner(
+            {"test_prove": PROVE_SOURCE},
+            *WINNING,
+            "--cuzk-daemon=spawn",
+            f"--cuzk-binary={wrapper}",
+            f"--cuzk-manifest={manifest}",
+            f"--cuzk-param-cache={tmp_path / 'params'}",
+            "--cuzk-lowmem-warmup=off",
+            "--cuzk-proofs=1000",
+            _faults(tmp_path, grow_memory_mib_per_s=40),
+            timeout=240,
+        )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*daemon died during a winning proof: daemon (pid *) killed by SIGKILL (likely killed by the OOM "
+            "killer: RSS peak 0.* GiB, available memory *, oom_kill count *, up from *)*"
+        ]
     )
