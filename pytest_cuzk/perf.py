@@ -26,9 +26,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from . import units
 from .kinds import by_name
 from .results import ResultRow, ResultsDB
-from .units import parse_size
 
 __all__ = ["METRICS", "Metric", "main", "parse_fail", "parse_percent"]
 
@@ -60,32 +60,27 @@ METRICS: dict[str, Metric] = {
 
 
 def parse_percent(text: str) -> float:
-    """Fraction from ``15%`` (or ``15``)."""
+    """Fraction from ``15%`` (or ``15``), for a margin: below 100%."""
     try:
-        value = float(text.strip().removesuffix("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid percentage {text!r}: write it like 15%") from None
-    if not 0 <= value < 100:
+        value = units.parse_percent(text, "the option")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value >= 100:
         raise argparse.ArgumentTypeError(f"percentage {text!r} out of range: use 0% to 99%")
     return value / 100
 
 
 def parse_fail(text: str) -> dict[str, float]:
-    """Thresholds from ``throughput:5%,rss_peak:10%``."""
-    out = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, limit = part.partition(":")
-        if not sep or name not in METRICS:
-            raise argparse.ArgumentTypeError(
-                f"invalid threshold {part!r}: write METRIC:PERCENT with METRIC one of {', '.join(METRICS)}"
-            )
-        out[name] = parse_percent(limit)
-    return out
+    """Thresholds as fractions from ``throughput:5%,rss_peak:10%`` (--cuzk-compare-fail's syntax)."""
+    try:
+        return {name: pct / 100 for name, pct in units.parse_thresholds(text, METRICS, "--fail").items()}
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _size(text: str) -> int:
     try:
-        return parse_size(text, "--ram")
+        return units.parse_size(text, "--ram")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

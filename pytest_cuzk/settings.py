@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from .kinds import KINDS, by_name
-from .units import parse_size
+from .units import parse_size, parse_thresholds
 
 __all__ = ["OPTIONS", "Settings", "add_options", "resolve_settings"]
 
@@ -210,31 +210,14 @@ def _throughput(text: str, where: str) -> float:
     return float(m.group(1))
 
 
-def _percent(text: str, where: str) -> float:
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$", text)
-    if not m:
-        raise pytest.UsageError(
-            f"Invalid threshold {text!r} from {where}: use a percentage, e.g. rss_peak:10%"
-        )
-    return float(m.group(1))
-
-
 COMPARE_METRICS = ("throughput", "rss_peak", "vram_peak", "p50", "p90")
 
 
 def _compare_fail(text: str | None, where: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        metric, _, value = part.partition(":")
-        metric = metric.strip()
-        if metric not in COMPARE_METRICS:
-            raise pytest.UsageError(
-                f"Invalid metric {metric!r} from {where}: use one of {', '.join(COMPARE_METRICS)}"
-            )
-        out[metric] = _percent(value, where)
-    return out
+    try:
+        return parse_thresholds(text or "", COMPARE_METRICS, where)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
 
 
 def _ints(text: Any, where: str) -> tuple[int, ...]:

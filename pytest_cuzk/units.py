@@ -1,10 +1,11 @@
-"""Byte sizes as people and cuzk's config write them: ``200GiB``, ``512 MB`` or a plain byte count."""
+"""Sizes and thresholds as people and cuzk's config write them: ``200GiB``, ``512 MB``, ``rss_peak:10%``."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-__all__ = ["parse_size"]
+__all__ = ["parse_percent", "parse_size", "parse_thresholds"]
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
 _UNITS = {"b": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20, "gb": 10**9, "gib": 2**30}
@@ -17,3 +18,29 @@ def parse_size(text: str, where: str) -> int:
     if not match:
         raise ValueError(f"Invalid size {text!r} from {where}: use a number with B, MB, MiB, GB or GiB")
     return int(float(match.group(1)) * _UNITS[(match.group(2) or "b").lower()])
+
+
+def parse_percent(text: str, where: str) -> float:
+    """A percentage from ``15%`` (or ``15``); ``where`` names the source in the ValueError."""
+    try:
+        value = float(str(text).strip().removesuffix("%"))
+    except ValueError:
+        raise ValueError(f"Invalid percentage {text!r} from {where}: write it like 15%") from None
+    if value < 0:
+        raise ValueError(f"Invalid percentage {text!r} from {where}: it cannot be negative")
+    return value
+
+
+def parse_thresholds(text: str, metrics: Iterable[str], where: str) -> dict[str, float]:
+    """Percentages by metric from ``throughput:5%,rss_peak:10%`` (the pytest gate and cuzk-perf's)."""
+    known = tuple(metrics)
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in str(text).split(","))):
+        name, sep, limit = part.partition(":")
+        if not sep or name.strip() not in known:
+            choices = ", ".join(known)
+            raise ValueError(
+                f"Invalid threshold {part!r} from {where}: write METRIC:N% with METRIC one of {choices}"
+            )
+        out[name.strip()] = parse_percent(limit, where)
+    return out

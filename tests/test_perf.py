@@ -137,7 +137,7 @@ def test_compare_usage_errors(fleet: str, capsys: pytest.CaptureFixture[str]) ->
     assert "build 'sha256' is ambiguous" in err
     code, _, err = perf(capsys, fleet, "compare", "base", "bad", "--fail", "speed:5%")
     assert code == 2
-    assert "invalid threshold 'speed:5%'" in err
+    assert "Invalid threshold 'speed:5%' from --fail" in err
 
 
 def test_export_csv_and_json(fleet: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

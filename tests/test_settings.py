@@ -32,7 +32,7 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         (["--cuzk-batch-sizes=1,x"], "Invalid list '1,x' from option --cuzk-batch-sizes"),
         (["--cuzk-min-throughput=porep:fast"], "Invalid throughput 'fast' from option --cuzk-min-throughput"),
         (["--cuzk-max-rss=lots"], "Invalid size 'lots' from option --cuzk-max-rss"),
-        (["--cuzk-compare-fail=mean:5%"], "Invalid metric 'mean' from option --cuzk-compare-fail"),
+        (["--cuzk-compare-fail=mean:5%"], "Invalid threshold 'mean:5%' from option --cuzk-compare-fail"),
         (["--cuzk-input=porp=x.json"], "unknown proof kind 'porp'"),
         (["--cuzk-label=nolabel"], "Invalid value 'nolabel' from option --cuzk-label: use ADDR=NAME"),
         (["--cuzk-lowmem-warmup=maybe"], "use auto, on or off"),
