@@ -21,6 +21,7 @@ from pathlib import Path
 
 from py_arkworks_bls12381 import G1Point, G2Point
 
+from .cursor import Cursor
 from .groth16 import ProvingKey, VerifyingKey
 
 __all__ = ["read_meta", "read_params", "read_vk", "write_params", "write_vk"]
@@ -29,16 +30,13 @@ PARAMS_MAGIC = b"CZREFPK\x01"
 VK_MAGIC = b"CZREFVK\x01"
 
 
-class _Reader:
+class _Reader(Cursor[bytes]):
     def __init__(self, raw: bytes, path: Path) -> None:
-        self.raw, self.pos, self.path = raw, 0, path
+        super().__init__(raw)
+        self.path = path
 
-    def take(self, n: int) -> bytes:
-        if self.pos + n > len(self.raw):
-            raise ValueError(f"{self.path}: truncated key file (wanted {n} bytes at offset {self.pos})")
-        out = self.raw[self.pos : self.pos + n]
-        self.pos += n
-        return out
+    def truncated(self, what: str, n: int) -> Exception:
+        return ValueError(f"{self.path}: truncated key file (wanted {n} bytes at offset {self.pos})")
 
     def u32(self) -> int:
         return struct.unpack("<I", self.take(4))[0]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from .cursor import Cursor
 from .field import R
 from .r1cs import CSR, Matrices
 
@@ -72,16 +73,13 @@ def write_pce(param_cache: Path, name: str, m: Matrices) -> Path:
     return final
 
 
-class _Reader:
+class _Reader(Cursor[memoryview]):
     def __init__(self, raw: bytes, path: Path) -> None:
-        self.raw, self.pos, self.path = memoryview(raw), 0, path
+        super().__init__(memoryview(raw))
+        self.path = path
 
-    def take(self, n: int, what: str) -> memoryview:
-        if self.pos + n > len(self.raw):
-            raise PceError(f"{self.path}: truncated PCE file while reading {what}; delete it to re-extract")
-        out = self.raw[self.pos : self.pos + n]
-        self.pos += n
-        return out
+    def truncated(self, what: str, n: int) -> Exception:
+        return PceError(f"{self.path}: truncated PCE file while reading {what}; delete it to re-extract")
 
     def u32s(self, what: str) -> array:
         (count,) = struct.unpack("<Q", self.take(8, what))

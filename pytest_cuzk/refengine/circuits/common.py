@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from ..cursor import Cursor
 from ..field import R, fr_to_bytes
 from ..hashing import hash2, hash_n, hash_n_gadget
 from ..r1cs import Num, WitnessCS, alloc_bits, enforce_equal, swap_if
@@ -123,33 +124,29 @@ class BlobWriter:
         return b"".join(self.parts)
 
 
-class BlobReader:
+class BlobReader(Cursor[bytes]):
     """Reads a blob; every problem is a ValueError saying where in the blob it is."""
 
     def __init__(self, raw: bytes, tag: bytes) -> None:
-        self.raw, self.pos = raw, 0
-        got = self._take(len(tag), "tag")
+        super().__init__(raw)
+        got = self.take(len(tag), "tag")
         if got != tag:
             raise ValueError(f"bad tag {got!r}, expected {tag!r} (not this kind's vanilla proof)")
 
-    def _take(self, n: int, what: str) -> bytes:
-        if self.pos + n > len(self.raw):
-            raise ValueError(f"unexpected end of input reading {what} at byte {self.pos} of {len(self.raw)}")
-        out = self.raw[self.pos : self.pos + n]
-        self.pos += n
-        return out
+    def truncated(self, what: str, n: int) -> Exception:
+        return ValueError(f"unexpected end of input reading {what} at byte {self.pos} of {len(self.raw)}")
 
     def u32(self, what: str) -> int:
         """Read a u32."""
-        return struct.unpack("<I", self._take(4, what))[0]
+        return struct.unpack("<I", self.take(4, what))[0]
 
     def u64(self, what: str) -> int:
         """Read a u64."""
-        return struct.unpack("<Q", self._take(8, what))[0]
+        return struct.unpack("<Q", self.take(8, what))[0]
 
     def fr(self, what: str) -> int:
         """Read a field element, rejecting non-canonical encodings."""
-        v = int.from_bytes(self._take(32, what), "little")
+        v = int.from_bytes(self.take(32, what), "little")
         if v >= R:
             raise ValueError(f"{what} at byte {self.pos - 32} is not a valid field element")
         return v
