@@ -21,9 +21,9 @@ from typing import Any
 from .client import ProofResult, ProvingClient
 from .daemon import DaemonExited
 from .errors import Cancelled, CuzkError, DaemonUnavailable, ProofTimeout
-from .kinds import ProofKindInfo
 from .proofcheck import check_proof
 from .proto import pb
+from .wire.kinds import ProofKindInfo
 
 __all__ = ["Case", "CaseResult", "ProofRecord", "percentile", "run_case"]
 

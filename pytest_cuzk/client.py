@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import ipaddress
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -22,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from .errors import DaemonUnavailable, DeadlineExceeded, ProofFailed, ProofTimeout, RpcError, map_grpc_errors
 from .proto import pb, pb_grpc
+from .wire.addresses import parse_address
 
 __all__ = [
     "AWAIT_MARGIN_S",
@@ -33,90 +33,14 @@ __all__ = [
     "ProofResult",
     "ProvingClient",
     "SubmitResult",
-    "is_local",
     "keep_large_buffers",
-    "parse_address",
     "parse_metrics",
 ]
 
 DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 AWAIT_MARGIN_S = 0.5  # extra gRPC deadline so a daemon that honours timeout_ms answers TIMEOUT itself
-ACCEPTED_FORMS = (
-    "IP:port, host:port, [IPv6]:port, http://host:port, unix:///absolute/path (or unix:/absolute/path)"
-)
 _STATUS = pb.AwaitProofResponse.Status
-
-
-def parse_address(addr: str) -> tuple[str, str]:
-    """Return (gRPC target, display form) for a daemon address; ValueError lists the accepted forms."""
-    text = addr.strip()
-    try:
-        if text.startswith("unix:"):
-            return _parse_unix(text)
-        if "://" in text:
-            scheme, _, rest = text.partition("://")
-            if scheme != "http":
-                raise ValueError(f"scheme {scheme}:// is not supported (cuzk speaks plaintext gRPC)")
-            text = rest.removesuffix("/")
-        return _parse_host_port(text)
-    except ValueError as exc:
-        raise ValueError(
-            f"cannot use daemon address {addr!r}: {exc}. Accepted forms: {ACCEPTED_FORMS}"
-        ) from None
-
-
-def _parse_unix(text: str) -> tuple[str, str]:
-    path = text.removeprefix("unix://") if text.startswith("unix://") else text.removeprefix("unix:")
-    if not path.startswith("/"):
-        raise ValueError("the unix socket path must be absolute")
-    return f"unix:{path}", f"unix://{path}"
-
-
-def _parse_host_port(text: str) -> tuple[str, str]:
-    if not text:
-        raise ValueError("the address is empty")
-    host, sep, port = text.rpartition(":")
-    if not sep or not host:
-        raise ValueError("the port is missing")
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if ":" in host and bare == host:
-        raise ValueError("put an IPv6 address in brackets, e.g. [::1]:9820")
-    if bare != host and not _is_ipv6(bare):
-        raise ValueError(f"{bare!r} in brackets is not an IPv6 address")
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"port {port!r} is not a number from 1 to 65535")
-    if not bare or any(ch in bare for ch in "/ @"):
-        raise ValueError(f"host {host!r} is not a host name or IP address")
-    return f"{host}:{int(port)}", f"{host}:{int(port)}"
-
-
-def _is_ipv6(text: str) -> bool:
-    try:
-        ipaddress.IPv6Address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def is_local(address: str) -> bool:
-    """Whether an address (any form parse_address takes) is on this machine: a unix socket or loopback."""
-    try:
-        return _is_local(parse_address(address)[0])
-    except ValueError:
-        return False
-
-
-def _is_local(target: str) -> bool:
-    if target.startswith("unix:"):
-        return True
-    host = target.rpartition(":")[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -267,7 +191,8 @@ class ProvingClient:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         default_timeout: float = 60.0,
     ) -> None:
-        self.target, self.address = parse_address(address)
+        parsed = parse_address(address)
+        self.target, self.address = parsed.target, parsed.display
         self.default_timeout = default_timeout
         options = [
             ("grpc.max_send_message_length", max_message_bytes),
@@ -277,7 +202,7 @@ class ProvingClient:
             ("grpc.min_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 1000),
         ]
-        if _is_local(self.target):
+        if parsed.is_local:
             options.append(("grpc.enable_http_proxy", 0))
         self.channel = grpc.insecure_channel(self.target, options=options)
         self.stub = pb_grpc.ProvingEngineStub(self.channel)

@@ -29,7 +29,8 @@ import requests
 from filelock import FileLock
 
 from .inputs import BYTES_FIELDS, INT_FIELDS
-from .kinds import KINDS, by_name
+from .wire.files import atomic_write, file_sha256
+from .wire.kinds import KINDS, by_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,14 +44,12 @@ __all__ = [
     "Manifest",
     "ManifestError",
     "ProgressLine",
-    "file_sha256",
     "load_manifest",
 ]
 
 log = logging.getLogger(__name__)
 
 GEN_VANILLA = {"winning": "winning-post", "wpost": "window-post", "snap": "snap-prove"}
-HASH_CHUNK = 1 << 20
 NET_CHUNK = 64 << 10  # a cut transfer loses at most one chunk of what arrived
 ATTEMPTS = 3
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
@@ -193,15 +192,6 @@ def _check_request_field(path: Path, key: str, name: str, value: Any) -> None:
     else:
         known = ", ".join(INT_FIELDS + BYTES_FIELDS)
         raise _error(path, key, f"unknown request field; known fields: {known}")
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class ProgressLine:
@@ -471,8 +461,5 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def _write_json(path: Path, value: Mapping[str, Any]) -> None:
-    """Write atomically so a reader in another worker never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(value, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(value, indent=1))

@@ -4,8 +4,8 @@ Benchmark figures are only comparable between runs on the same hardware and the 
 `HostInfo.fingerprint()` hashes the hardware parts alone (not the hostname, not clocks that drift), and
 `daemon_identity()` names the build by the sha256 of its binary.
 
-NVML is shared with the memory sampler: `nvml_session()` initialises it once for all users of this
-process (reference counted, thread safe) and says why it is unusable instead of raising.
+NVML comes through the shared `nvml_session()`, so host info and the memory sampler never shut it
+down under each other.
 """
 
 from __future__ import annotations
@@ -16,75 +16,27 @@ import json
 import os
 import platform
 import socket
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import psutil
 import pynvml
 
+from .wire.files import file_sha256
+from .wire.nvml import nvml_handles, nvml_query, nvml_session
+
 __all__ = [
-    "NVML_ERRORS",
     "GpuInfo",
     "HostInfo",
     "binary_sha256",
     "daemon_identity",
     "hardware_fingerprint",
     "host_info",
-    "nvml_handles",
-    "nvml_query",
-    "nvml_session",
 ]
 
-NVML_ERRORS = (pynvml.NVMLError, pynvml.NVMLLibraryMismatchError)
 _GIB = 1 << 30
-_T = TypeVar("_T")
-
-_nvml_lock = threading.Lock()
-_nvml_users = 0
-
-
-@contextmanager
-def nvml_session() -> Iterator[str | None]:
-    """Hold NVML initialised; yields None when usable, else the reason it is not (no library, no driver)."""
-    global _nvml_users
-    with _nvml_lock:
-        try:
-            if _nvml_users == 0:
-                pynvml.nvmlInit()
-        except NVML_ERRORS as exc:
-            why: str | None = f"NVML unavailable: {exc}"
-        else:
-            why = None
-            _nvml_users += 1
-    if why:
-        yield why
-        return
-    try:
-        yield None
-    finally:
-        with _nvml_lock:
-            _nvml_users -= 1
-            if _nvml_users == 0:
-                nvml_query(pynvml.nvmlShutdown)
-
-
-def nvml_query(fn: Callable[..., _T], *args: Any) -> _T | None:
-    """Call one NVML function; None where the device or driver does not support it."""
-    try:
-        return fn(*args)
-    except NVML_ERRORS:
-        return None
-
-
-def nvml_handles() -> list[Any]:
-    """Device handles in NVML order (inside an `nvml_session`); empty when none can be read."""
-    count = nvml_query(pynvml.nvmlDeviceGetCount) or 0
-    handles = (nvml_query(pynvml.nvmlDeviceGetHandleByIndex, i) for i in range(count))
-    return [h for h in handles if h is not None]
 
 
 @dataclass(frozen=True)
@@ -203,11 +155,7 @@ def binary_sha256(path: Path) -> str:
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key not in _sha_cache:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                digest.update(chunk)
-        _sha_cache[key] = digest.hexdigest()
+        _sha_cache[key] = file_sha256(path)
     return _sha_cache[key]
 
 

@@ -9,40 +9,18 @@ array is sent as one raw proof. Request fields come from the manifest's
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .kinds import SECTOR_SIZE_32G, ProofKindInfo
 from .proto import pb
+from .wire.kinds import SECTOR_SIZE_32G, ProofKindInfo
+from .wire.vanilla import read_vanilla_proofs
 
-__all__ = ["BYTES_FIELDS", "INT_FIELDS", "build_request", "read_vanilla_proofs", "write_vanilla_proofs"]
+__all__ = ["BYTES_FIELDS", "INT_FIELDS", "build_request"]
 
 BYTES_FIELDS = ("randomness", "comm_r_old", "comm_r_new", "comm_d_new")
 INT_FIELDS = ("registered_proof", "sector_number", "miner_id", "partition_index", "sector_size", "priority")
-
-
-def read_vanilla_proofs(path: Path) -> list[bytes]:
-    """Read a vanilla-proofs file: a JSON array of base64 strings, else the whole file as one proof."""
-    raw = path.read_bytes()
-    try:
-        items = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return [raw]
-    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-        return [raw]
-    try:
-        return [base64.b64decode(i, validate=True) for i in items]
-    except binascii.Error as exc:
-        raise ValueError(f"{path}: not a JSON array of base64 strings ({exc})") from exc
-
-
-def write_vanilla_proofs(path: Path, proofs: list[bytes]) -> None:
-    """Write vanilla proofs in cuzk-bench's ``--vanilla`` format."""
-    path.write_text(json.dumps([base64.b64encode(p).decode() for p in proofs]))
 
 
 def build_request(

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import psutil
 import pynvml
 
-from pytest_cuzk.hostinfo import nvml_handles, nvml_query, nvml_session
+from pytest_cuzk.wire.nvml import nvml_handles, nvml_query, nvml_session
 
 __all__ = ["MIN_INTERVAL_S", "DaemonSampler", "GpuSample", "MemoryReport", "MemorySeries"]
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from . import units
-from .kinds import by_name
 from .results import ResultRow, ResultsDB
+from .wire import units
+from .wire.kinds import by_name
 
 __all__ = ["METRICS", "Metric", "main", "parse_fail", "parse_percent"]
 

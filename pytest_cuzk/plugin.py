@@ -18,15 +18,16 @@ from typing import Any
 import pytest
 
 from .bench import Case, CaseResult, Runner, run_case
-from .client import ProvingClient, is_local, keep_large_buffers
+from .client import ProvingClient, keep_large_buffers
 from .daemon import DaemonExited, DaemonProcess
 from .data import DataUnavailable, Progress, ProgressLine
 from .errors import CuzkError, DaemonUnavailable
 from .gates import baseline_mapping, check_gates
-from .kinds import KINDS, ProofKindInfo
 from .report import summary_lines
 from .session import CuzkSession, Target
 from .settings import add_options, resolve_settings
+from .wire.addresses import is_local
+from .wire.kinds import KINDS, ProofKindInfo
 
 __all__ = ["CUZK_SESSION", "CuzkData", "CuzkWarning", "DaemonInfo"]
 

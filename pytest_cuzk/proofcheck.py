@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from py_arkworks_bls12381 import G1Point, G2Point
 
 from .errors import ProofStructureError
-from .kinds import GROTH16_PROOF_LEN, ProofKindInfo
+from .wire.kinds import GROTH16_PROOF_LEN, ProofKindInfo
 
 __all__ = ["G1_LEN", "G2_LEN", "Groth16Points", "check_proof"]
 

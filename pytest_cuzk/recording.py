@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .client import ProvingClient, is_local
+from .client import ProvingClient
 from .hostinfo import host_info
 from .results import HostRecord, ResultsDB, RunRecord, TestRecord
+from .wire.addresses import is_local
 
 if TYPE_CHECKING:
     from .bench import Case, CaseResult

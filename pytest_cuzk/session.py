@@ -23,15 +23,16 @@ from typing import Any
 from filelock import FileLock
 
 from . import __version__
-from .client import ProvingClient, is_local
+from .client import ProvingClient
 from .daemon import DaemonExited, DaemonProcess, ModeChoice, choose_mode, daemon_config, listen_address
 from .data import DataStore, DataUnavailable, Progress, load_manifest
 from .errors import CuzkError, RpcError
 from .inputs import build_request
-from .kinds import KINDS, ProofKindInfo
 from .proofcheck import check_proof
 from .proto import pb
 from .settings import Settings
+from .wire.addresses import is_local, label_from_address
+from .wire.kinds import KINDS, ProofKindInfo
 
 __all__ = ["PCE_MAGIC", "ColdStart", "CuzkSession", "MetricValues", "Target"]
 
@@ -521,9 +522,3 @@ def _metric_values(client: ProvingClient) -> MetricValues:
         for key, sample in client.metric_samples().by_key.items()
         if sample.name.startswith(("cuzk_proofs_completed", "cuzk_proofs_failed"))
     }
-
-
-def label_from_address(address: str) -> str:
-    """A short host label from an address: ``10.0.0.5:9820`` -> ``10.0.0.5-9820``."""
-    text = address.split("://", 1)[-1].strip("/")
-    return text.replace("[", "").replace("]", "").replace(":", "-").replace("/", "_")

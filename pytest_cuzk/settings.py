@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from .kinds import KINDS, by_name
-from .units import parse_size, parse_thresholds
+from .wire.kinds import KINDS, by_name
+from .wire.units import parse_size, parse_thresholds
 
 __all__ = ["OPTIONS", "Settings", "add_options", "resolve_settings"]
 

@@ -18,7 +18,6 @@ from pytest_cuzk.client import (
     DEFAULT_MAX_MESSAGE_BYTES,
     ProofResult,
     ProvingClient,
-    parse_address,
     parse_metrics,
 )
 from pytest_cuzk.errors import (
@@ -35,6 +34,7 @@ from pytest_cuzk.errors import (
     Unimplemented,
 )
 from pytest_cuzk.proto import pb, pb_grpc
+from pytest_cuzk.wire.addresses import Address, parse_address
 
 MiB = 1024 * 1024
 HANG_S = 10.0  # how long "sleep-*" jobs block unless the server shuts down first
@@ -217,7 +217,7 @@ def free_tcp_address() -> str:
     ],
 )
 def test_parse_address_accepts_the_forms_cuzk_tools_use(addr: str, target: str, display: str) -> None:
-    assert parse_address(addr) == (target, display)
+    assert parse_address(addr) == Address(target, display)
 
 
 @pytest.mark.parametrize(

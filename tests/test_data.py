@@ -17,7 +17,7 @@ from httpserver import FileServer
 
 from pytest_cuzk import data
 from pytest_cuzk.data import DataStore, DataUnavailable, Manifest, ManifestError, ProgressLine, load_manifest
-from pytest_cuzk.kinds import KINDS
+from pytest_cuzk.wire.kinds import KINDS
 
 PAYLOAD = random.Random(0).randbytes(1_000_000)
 PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()

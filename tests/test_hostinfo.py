@@ -14,8 +14,9 @@ from typing import Any
 import pynvml
 import pytest
 
-from pytest_cuzk import hostinfo
-from pytest_cuzk.hostinfo import GpuInfo, binary_sha256, daemon_identity, host_info, nvml_session
+from pytest_cuzk.hostinfo import GpuInfo, binary_sha256, daemon_identity, host_info
+from pytest_cuzk.wire import nvml
+from pytest_cuzk.wire.nvml import nvml_session
 
 GIB = 1 << 30
 
@@ -149,7 +150,7 @@ def test_nvml_session_initialises_once_for_nested_and_concurrent_users(
         assert results == [None] * 8
         assert (fake.inits, fake.shutdowns) == (1, 0)
     assert (fake.inits, fake.shutdowns) == (1, 1)
-    assert hostinfo._nvml_users == 0
+    assert nvml._LIBRARY.users == 0
 
 
 def test_binary_sha256_matches_hashlib_and_notices_a_rebuild(tmp_path: Path) -> None:

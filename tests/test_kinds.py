@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cuzk.kinds import GROTH16_PROOF_LEN, KINDS, SECTOR_SIZE_32G, by_circuit, by_enum, by_name
 from pytest_cuzk.proto import pb
+from pytest_cuzk.wire.kinds import GROTH16_PROOF_LEN, KINDS, SECTOR_SIZE_32G, by_circuit, by_enum, by_name
 
 # name: (proof_kind, circuit_id, pce_file, registered_proof, partitions, proof_len, batchable, priority,
 #        GetStatus string, metric label)

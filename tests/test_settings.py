@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_cuzk.settings import OPTIONS, resolve_settings
-from pytest_cuzk.units import parse_size
+from pytest_cuzk.wire.units import parse_size
 
 
 def test_help_lists_every_option(pytester):

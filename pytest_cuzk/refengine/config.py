@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .. import units
+from ..wire import units
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -23,8 +23,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kinds import ProofKindInfo, by_enum
 from ..proto import pb
+from ..wire.kinds import ProofKindInfo, by_enum
 from . import faults
 from .config import RefConfig
 from .prover import JobInputError, ParsedJob, RefProver, Synthesized

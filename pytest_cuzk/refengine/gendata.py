@@ -16,9 +16,9 @@ from pathlib import Path
 
 import tomli_w
 
-from ..inputs import write_vanilla_proofs
-from ..kinds import KINDS
 from ..proto import pb
+from ..wire.kinds import KINDS
+from ..wire.vanilla import write_vanilla_proofs
 from .circuits import PRESETS, Preset, c1, porep, post, snap
 from .circuits.common import MerkleTree, prover_id
 from .field import R, fr_to_bytes

@@ -9,18 +9,18 @@ verifier can derive public inputs for the right circuit shape.
 
 Layout: magic | u32 meta_len | meta (UTF-8 JSON) | sections, each a u32 count
 followed by that many points (or u32 indices for the density lists).
-Files are written to ``<name>.tmp`` and renamed, so readers never see half a key.
+Files are written beside their final name and renamed, so readers never see half a key.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import struct
 from pathlib import Path
 
 from py_arkworks_bls12381 import G1Point, G2Point
 
+from ..wire.files import atomic_write
 from .cursor import Cursor
 from .groth16 import ProvingKey, VerifyingKey
 
@@ -54,12 +54,6 @@ def _section(items: list, encode) -> bytes:
     return struct.pack("<I", len(items)) + b"".join(encode(x) for x in items)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def _open(path: Path, magic: bytes) -> tuple[_Reader, dict]:
     try:
         raw = path.read_bytes()
@@ -88,7 +82,7 @@ def write_vk(path: Path, vk: VerifyingKey, meta: dict) -> None:
         + _section([vk.beta_g2, vk.gamma_g2, vk.delta_g2], c2)
         + _section(vk.gamma_abc_g1, c1)
     )
-    _atomic_write(path, _header(VK_MAGIC, meta) + body)
+    atomic_write(path, _header(VK_MAGIC, meta) + body)
 
 
 def read_vk(path: Path) -> tuple[VerifyingKey, dict]:
@@ -122,7 +116,7 @@ def write_params(path: Path, pk: ProvingKey) -> None:
             _section(pk.b_density, idx),
         ]
     )
-    _atomic_write(path, _header(PARAMS_MAGIC, pk.meta) + body)
+    atomic_write(path, _header(PARAMS_MAGIC, pk.meta) + body)
 
 
 def read_params(path: Path) -> ProvingKey:

@@ -20,7 +20,7 @@ from prometheus_client import generate_latest
 from prometheus_client.core import CollectorRegistry, Metric
 from prometheus_client.registry import Collector
 
-from ..kinds import KINDS
+from ..wire.kinds import KINDS
 from .engine import Engine
 
 __all__ = ["EngineCollector", "render"]

@@ -3,7 +3,7 @@ r"""Pre-compiled constraint evaluator (PCE) files: a circuit's R1CS as CSR, on d
 With a PCE, synthesis is witness generation (``WitnessCS``: no linear
 combinations, no constraint bookkeeping) plus three sparse mat-vecs for A·z,
 B·z, C·z — the path cuzk's PCE was built for. The file is
-``<param_cache>/pce-<name>.bin``, written to ``pce-<name>.tmp`` and renamed.
+``<param_cache>/pce-<name>.bin``, written beside its final name and renamed.
 
 Layout (little endian), header as cuzk's version-2 files, 32 bytes::
 
@@ -18,7 +18,6 @@ bitmaps: the reference prover keeps densities in its proving key.
 
 from __future__ import annotations
 
-import os
 import struct
 import sys
 from array import array
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from ..wire.files import atomic_write
 from .cursor import Cursor
 from .field import R
 from .r1cs import CSR, Matrices
@@ -64,12 +64,10 @@ def encode(m: Matrices) -> bytes:
 
 
 def write_pce(param_cache: Path, name: str, m: Matrices) -> Path:
-    """Write ``pce-<name>.bin`` atomically (``pce-<name>.tmp`` then rename); returns the path."""
+    """Write ``pce-<name>.bin`` atomically (a temporary file, then rename); returns the path."""
     final = pce_path(param_cache, name)
-    tmp = final.with_suffix(".tmp")
-    with FileLock(f"{final}.lock"):  # daemons sharing a param cache must not interleave their .tmp
-        tmp.write_bytes(encode(m))
-        os.replace(tmp, final)
+    with FileLock(f"{final}.lock"):  # daemons sharing a param cache write it once at a time
+        atomic_write(final, encode(m))
     return final
 
 

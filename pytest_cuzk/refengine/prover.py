@@ -31,8 +31,8 @@ from typing import Any
 from filelock import FileLock
 from py_arkworks_bls12381 import Scalar
 
-from ..kinds import ProofKindInfo
 from ..proto import pb
+from ..wire.kinds import ProofKindInfo
 from . import keyfile
 from .circuits import PRESETS, JobInputError, Preset
 from .circuits.registry import Inputs, circuit_for

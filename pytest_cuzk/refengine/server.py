@@ -8,17 +8,18 @@ the proto's documented intent is implemented instead. Message limits are cuzk's 
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 from concurrent import futures
-from pathlib import Path
 from typing import Any
 
 import grpc
+import pynvml
 
-from ..kinds import KINDS
 from ..proto import pb, pb_grpc
+from ..wire.addresses import UNIX_PREFIX, ListenTarget, parse_listen
+from ..wire.kinds import KINDS
+from ..wire.nvml import nvml_query, nvml_session
 from . import metrics
 from .engine import RUNNING, Engine, Job
 
@@ -27,7 +28,6 @@ __all__ = ["MAX_MESSAGE_BYTES", "ProvingEngineServicer", "bind_target", "gpu_sta
 log = logging.getLogger("cuzk_ref.server")
 MAX_MESSAGE_BYTES = 128 * 1024 * 1024
 _WAIT_SLICE_S = 1.0  # how often a blocked Await/Prove checks whether its client went away
-UNIX_PREFIX = "unix://"
 
 
 def gpu_statuses(devices: tuple[int, ...], current: Job | None) -> list[pb.GPUStatus]:
@@ -36,19 +36,17 @@ def gpu_statuses(devices: tuple[int, ...], current: Job | None) -> list[pb.GPUSt
     The reference engine proves on CPU threads; its one prove worker is shown on the first
     listed GPU so that current_job_id behaves like cuzk's.
     """
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return []
-    try:
-        ordinals = devices or tuple(range(pynvml.nvmlDeviceGetCount()))
+    with nvml_session() as why:
+        if why:
+            return []
+        ordinals = devices or tuple(range(nvml_query(pynvml.nvmlDeviceGetCount) or 0))
         out = []
         for i, ordinal in enumerate(ordinals):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(ordinal)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            name = pynvml.nvmlDeviceGetName(handle)
+            handle = nvml_query(pynvml.nvmlDeviceGetHandleByIndex, ordinal)
+            mem = nvml_query(pynvml.nvmlDeviceGetMemoryInfo, handle) if handle is not None else None
+            if handle is None or mem is None:
+                continue
+            name = nvml_query(pynvml.nvmlDeviceGetName, handle) or f"GPU {ordinal}"
             busy = current if i == 0 else None
             out.append(
                 pb.GPUStatus(
@@ -61,11 +59,6 @@ def gpu_statuses(devices: tuple[int, ...], current: Job | None) -> list[pb.GPUSt
                 )
             )
         return out
-    except Exception as exc:
-        log.debug("NVML query failed: %s", exc)
-        return []
-    finally:
-        pynvml.nvmlShutdown()
 
 
 class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
@@ -181,35 +174,23 @@ class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
         return pb.EvictSrsResponse(was_loaded=was_loaded, freed_bytes=freed)
 
 
-def bind_target(listen: str) -> tuple[str, Path | None]:
-    """Turn a cuzk listen address into a gRPC bind target (and the socket path for unix).
+def bind_target(listen: str) -> ListenTarget:
+    """Check a cuzk listen address and prepare its socket: stale socket removed, parent made.
 
-    Like cuzk-daemon: ``unix://<path>`` (stale socket removed, parent directory created), or
-    a literal ``IP:port``; hostnames are rejected with "invalid listen address".
+    Like cuzk-daemon: ``unix://<path>`` or a literal ``IP:port``; hostnames are rejected.
     """
-    if listen.startswith(UNIX_PREFIX):
-        path = Path(listen[len(UNIX_PREFIX) :])
-        if not path.name:
-            raise ValueError(f"invalid listen address {listen!r}: no socket path after unix://")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_socket():
-            path.unlink()
-        return f"unix:{path}", path
-    host, sep, port = listen.rpartition(":")
-    try:
-        ip = ipaddress.ip_address(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
-        if not sep or not 0 <= int(port) <= 65535 or (ip.version == 6) != host.startswith("["):
-            raise ValueError(listen)
-    except ValueError:
-        raise ValueError(
-            f"invalid listen address {listen!r}: use a literal IP:port (e.g. 127.0.0.1:9820) or unix://<path>"
-        ) from None
-    return f"{host}:{port}", None
+    bind = parse_listen(listen)
+    if bind.socket_path is not None:
+        bind.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        if bind.socket_path.is_socket():
+            bind.socket_path.unlink()
+    return bind
 
 
 def serve(engine: Engine, listen: str, max_workers: int = 64) -> tuple[grpc.Server, str]:
     """Bind and start the gRPC server; returns it and the address it really serves on."""
-    target, socket_path = bind_target(listen)
+    bind = bind_target(listen)
+    target, socket_path = bind.target, bind.socket_path
     options: list[tuple[str, Any]] = [
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 
-from ..kinds import KINDS
+from ..wire.kinds import KINDS
 from .engine import DONE, Engine
 
 __all__ = ["StatusServer", "build_status", "start_status_server"]

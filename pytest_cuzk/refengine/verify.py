@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from ..kinds import GROTH16_PROOF_LEN, ProofKindInfo
 from ..proto import pb
+from ..wire.kinds import GROTH16_PROOF_LEN, ProofKindInfo
 from .circuits import JobInputError, Preset
 from .circuits.registry import Inputs, circuit_for
 from .groth16 import Proof, VerifyingKey, verify

@@ -20,13 +20,13 @@ import time
 import pytest
 
 from pytest_cuzk.inputs import build_request
-from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.keyfile import read_meta
 from pytest_cuzk.refengine.pce import load_pce, pce_path
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.r1cs import ConstraintSystem, WitnessCS
+from pytest_cuzk.wire.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib

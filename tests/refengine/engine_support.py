@@ -17,10 +17,10 @@ import grpc
 import pytest
 
 from pytest_cuzk.inputs import build_request
-from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.proto import pb, pb_grpc
 from pytest_cuzk.refengine.engine import Engine
 from pytest_cuzk.refengine.server import MAX_MESSAGE_BYTES
+from pytest_cuzk.wire.kinds import KINDS
 
 READY = "cuzk-ref ready, serving on "
 CHANNEL_OPTIONS = [

@@ -13,12 +13,12 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from pytest_cuzk.inputs import build_request
-from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.field import R
 from pytest_cuzk.refengine.r1cs import ConstraintSystem
+from pytest_cuzk.wire.kinds import KINDS
 
 PRESET = PRESETS["default"]
 

@@ -17,10 +17,10 @@ import psutil
 import pytest
 from engine_support import Daemon, RefData, connect, copy_params, short_socket_dir, write_config
 
-from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import FAULTS_ENV, ConfigError, Faults, load_config, parse_size
 from pytest_cuzk.refengine.verify import verify_proof
+from pytest_cuzk.wire.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 CUZK_TOML = """

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from engine_support import RefData, Running
 
-from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.proto import pb, pb_grpc
 from pytest_cuzk.refengine.verify import verify_proof
+from pytest_cuzk.wire.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 

@@ -15,9 +15,9 @@ from collections import Counter
 import grpc
 from engine_support import connect, write_config
 
-from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.proofcheck import check_proof
 from pytest_cuzk.proto import pb
+from pytest_cuzk.wire.kinds import KINDS
 
 MAX_CASES = 60
 MAX_SECONDS = 25.0

@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from pytest_cuzk.inputs import build_request, read_vanilla_proofs
-from pytest_cuzk.kinds import KINDS
+from pytest_cuzk.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.field import R
+from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.wire.vanilla import read_vanilla_proofs
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -8,13 +8,13 @@ import sys
 import pytest
 
 from pytest_cuzk.inputs import build_request
-from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.refengine import gendata, groth16, qap
 from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.groth16 import ProofInput, ToxicWaste
 from pytest_cuzk.refengine.pce import HEADER, PceError, load_pce, pce_path, write_pce
 from pytest_cuzk.refengine.r1cs import ConstraintSystem, WitnessCS
+from pytest_cuzk.wire.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from pytest_cuzk.inputs import build_request
-from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.prover import JobInputError, RefProver
 from pytest_cuzk.refengine.verify import verify_proof
+from pytest_cuzk.wire.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -12,10 +12,11 @@ import requests
 from engine_support import RefData, Running, short_socket_dir
 from prometheus_client.parser import text_string_to_metric_families
 
-from pytest_cuzk.kinds import KINDS
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.server import bind_target
 from pytest_cuzk.refengine.status_http import start_status_server
+from pytest_cuzk.wire.addresses import ListenTarget
+from pytest_cuzk.wire.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 
@@ -25,7 +26,7 @@ Status = pb.AwaitProofResponse
     [("127.0.0.1:9820", "127.0.0.1:9820"), ("0.0.0.0:0", "0.0.0.0:0"), ("[::1]:9820", "[::1]:9820")],
 )
 def test_literal_ip_addresses_are_accepted(listen: str, target: str) -> None:
-    assert bind_target(listen) == (target, None)
+    assert bind_target(listen) == ListenTarget(target, None)
 
 
 @pytest.mark.parametrize("listen", ["localhost:9820", "127.0.0.1", "::1:9820", "127.0.0.1:70000", "unix://"])

@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ...kinds import SECTOR_SIZE_32G
 from ...proto import pb
+from ...wire.kinds import SECTOR_SIZE_32G
 from ..field import R, fr_to_bytes
 from . import JobInputError, Preset
 from .porep import PARENTS, Challenge, PorepWitness, challenges, replica_id

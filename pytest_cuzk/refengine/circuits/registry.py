@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-from ...kinds import KINDS, ProofKindInfo
 from ...proto import pb
+from ...wire.kinds import KINDS, ProofKindInfo
 from ..r1cs import WitnessCS
 from . import Preset, c1, porep, post, snap
 

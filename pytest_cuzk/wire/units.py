@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["parse_percent", "parse_size", "parse_thresholds"]
+__all__ = ["GIB", "MIB", "format_bytes", "parse_percent", "parse_size", "parse_thresholds"]
+
+MIB = 1 << 20
+GIB = 1 << 30
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
 _UNITS = {"b": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20, "gb": 10**9, "gib": 2**30}
@@ -18,6 +21,15 @@ def parse_size(text: str, where: str) -> int:
     if not match:
         raise ValueError(f"Invalid size {text!r} from {where}: use a number with B, MB, MiB, GB or GiB")
     return int(float(match.group(1)) * _UNITS[(match.group(2) or "b").lower()])
+
+
+def format_bytes(n: float | None, unknown: str = "n/a") -> str:
+    """``1.23 GiB`` from a GiB up, ``512 MiB`` below it; ``unknown`` for None (the one byte formatter)."""
+    if n is None:
+        return unknown
+    if abs(n) >= GIB:
+        return f"{n / GIB:.2f} GiB"
+    return f"{n / MIB:.0f} MiB"
 
 
 def parse_percent(text: str, where: str) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .proto import pb
+from ..proto import pb
 
 __all__ = ["GROTH16_PROOF_LEN", "KINDS", "ProofKindInfo", "by_circuit", "by_enum", "by_name"]
 
