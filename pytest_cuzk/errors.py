@@ -18,7 +18,13 @@ do. The tree::
     │   └── Cancelled             CANCELLED
     ├── ProofFailed               the job finished with status FAILED (or another non-COMPLETED status)
     ├── ProofTimeout              the client-side bound on waiting for a proof passed
-    └── ProofStructureError       proof bytes are not well-formed Groth16 proofs
+    ├── ProofStructureError       proof bytes are not well-formed Groth16 proofs
+    ├── DaemonExited              the daemon under test is gone, or out of service for the run
+    ├── DataUnavailable           a kind's test data cannot be had (says how to produce it)
+    ├── ManifestError             a data manifest that cannot be used (names file, key and fix)
+    └── ReadinessError            a readiness stage failed (warm-up proof, PCE file)
+
+``pytest_cuzk.outcome`` turns any of them into the test's pytest outcome.
 """
 
 from __future__ import annotations
@@ -33,16 +39,20 @@ __all__ = [
     "GENERIC_CODES",
     "Cancelled",
     "CuzkError",
+    "DaemonExited",
     "DaemonUnavailable",
+    "DataUnavailable",
     "DeadlineExceeded",
     "InternalError",
     "InvalidArgument",
+    "ManifestError",
     "MessageTooLarge",
     "NotFound",
     "OutOfRange",
     "ProofFailed",
     "ProofStructureError",
     "ProofTimeout",
+    "ReadinessError",
     "ResourceExhausted",
     "RpcError",
     "Unimplemented",
@@ -175,6 +185,29 @@ class ProofStructureError(CuzkError, ValueError):
         if partition is not None and point:
             where = f"partition {partition} point {point}: "
         super().__init__(f"malformed proof: {where}{reason}")
+
+
+class DaemonExited(CuzkError):
+    """The daemon is gone (or out of service); the message says how it ended and what it logged last."""
+
+
+class DataUnavailable(CuzkError):
+    """A kind's data cannot be had; the message says which file, which entry and how to produce it."""
+
+    def __init__(
+        self, kind: str, file: str, manifest: object, entry_key: str, reason: str, hint: str
+    ) -> None:
+        self.kind, self.file, self.manifest, self.entry_key = kind, file, manifest, entry_key
+        self.reason, self.hint = reason, hint
+        super().__init__(f"{kind} data {file} ({manifest} [{entry_key}]): {reason}. {hint}")
+
+
+class ManifestError(CuzkError, ValueError):
+    """A manifest that cannot be used; the message names the file, the key path and the fix."""
+
+
+class ReadinessError(CuzkError):
+    """A readiness stage failed: the warm-up proof did not complete, or its PCE file never appeared."""
 
 
 ERROR_CLASSES: dict[grpc.StatusCode, type[RpcError]] = {

@@ -1,107 +1,143 @@
 """Gates that fail the offending test by name, with what was measured and the limit.
 
-pytest-benchmark's ``--benchmark-compare-fail`` checks timings only and fails the
-whole session at its end; these gates cover throughput and memory too, absolute
-(``--cuzk-min-throughput``, ``--cuzk-max-rss``, ``--cuzk-max-vram``) and relative
-to a saved run (``--cuzk-compare-fail``), and fail inside the test.
+pytest-benchmark's ``--benchmark-compare-fail`` checks timings only and fails the whole
+session at its end; these gates cover throughput and memory too, absolute
+(``--cuzk-min-throughput``, ``--cuzk-max-rss``, ``--cuzk-max-vram``) and relative to a saved
+run (``--cuzk-compare-fail``), and fail inside the test. ``Gates`` is the last sink of
+``pytest_cuzk_case_finished``, so every other sink has the case before it fails.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .bench import CaseResult
+import pytest
+
+from .errors import CuzkError
+from .figures import METRICS, Figures, regression
 from .settings import Settings
+from .wire.units import format_bytes
 
-__all__ = ["baseline_mapping", "check_gates"]
+if TYPE_CHECKING:
+    from .cases import Case
+    from .runner import CaseResult
 
-# metric -> (extra_info key, True when a higher value is better)
-_COMPARED = {
-    "throughput": ("throughput_proofs_per_hour", True),
-    "rss_peak": ("rss_peak_bytes", False),
-    "vram_peak": ("vram_peak_bytes", False),
-    "p50": ("latency_p50_s", False),
-    "p90": ("latency_p90_s", False),
-}
+__all__ = ["CuzkWarning", "Gates", "check_gates", "load_baseline"]
 
 
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.3f} GiB"
+class CuzkWarning(pytest.PytestWarning):
+    """Something pytest-cuzk could not check or measure, said without failing the test."""
 
 
-def baseline_mapping(settings: Settings, benchmarksession: Any | None) -> dict[str, dict[str, Any]]:
-    """Saved benchmarks by fullname: from ``--cuzk-baseline`` or pytest-benchmark's compared run."""
-    if settings.baseline:
-        try:
-            data = json.loads(Path(settings.baseline).read_text())
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read --cuzk-baseline {settings.baseline}: {exc}") from exc
+def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
+    """Saved benchmarks by fullname from a pytest-benchmark JSON file."""
+    try:
+        data = json.loads(Path(path).read_text())
         return {b["fullname"]: b for b in data.get("benchmarks", [])}
-    mapping: dict[str, dict[str, Any]] = {}
-    for benches in (getattr(benchmarksession, "compared_mapping", None) or {}).values():
-        mapping.update(benches)
-    return mapping
-
-
-def _rss_peak(info: dict[str, Any]) -> int | None:
-    """The sampled peak, or the kernel's exact one (VmHWM) when it covers just this test."""
-    peaks = [info.get("rss_peak_bytes")]
-    if info.get("rss_hwm_scope") == "test":
-        peaks.append(info.get("rss_hwm_peak_bytes"))
-    known = [p for p in peaks if p is not None]
-    return max(known) if known else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CuzkError(
+            f"cannot read --cuzk-baseline {path}: {exc}; pass a JSON file written by --benchmark-json "
+            "or --benchmark-save"
+        ) from exc
 
 
 def check_gates(
-    result: CaseResult, settings: Settings, baseline: dict[str, Any] | None
+    figures: Figures, settings: Settings, baseline: dict[str, Any] | None
 ) -> tuple[list[str], list[str]]:
     """The gates the case breaks, and the gates that could not be checked, as sentences.
 
     A broken gate names the measured value, the limit and the option; an unchecked
     one says why, so that a gate never passes silently for want of a figure.
     """
-    kind = result.case.kind.name
-    info = result.extra_info()
+    kind = figures.kind
     failures: list[str] = []
     unchecked: list[str] = []
     floor = settings.min_throughput.get(kind)
-    if floor is not None and result.proofs_per_hour < floor:
+    if floor is not None and figures.throughput_proofs_per_hour < floor:
         failures.append(
-            f"throughput {result.proofs_per_hour:.2f} proofs/h is below the minimum {floor:g}/h for {kind} "
-            "(--cuzk-min-throughput)"
+            f"throughput {figures.throughput_proofs_per_hour:.2f} proofs/h is below the minimum {floor:g}/h "
+            f"for {kind} (--cuzk-min-throughput)"
         )
-    for name, value, limits, option in (
-        ("rss_peak_bytes", _rss_peak(info), settings.max_rss, "--cuzk-max-rss"),
-        ("vram_peak_bytes", info.get("vram_peak_bytes"), settings.max_vram, "--cuzk-max-vram"),
+    for metric, limits, option in (
+        (METRICS["rss_peak"], settings.max_rss, "--cuzk-max-rss"),
+        (METRICS["vram_peak"], settings.max_vram, "--cuzk-max-vram"),
     ):
         limit = limits.get(kind)
+        value = metric.value(figures)
         if limit is None:
             continue
         if value is None:
-            why = info.get("vram_unavailable_reason") or "the daemon's process is not sampled (attached)"
-            unchecked.append(f"{option} not checked for {kind}: no {name} ({why})")
+            memory = figures.memory
+            why = (memory.vram_unavailable_reason if memory else None) or (
+                "the daemon's process is not sampled (attached)"
+            )
+            unchecked.append(f"{option} not checked for {kind}: no {metric.attr} ({why})")
         elif value > limit:
-            failures.append(f"{name} {_gib(value)} exceeds {_gib(limit)} for {kind} ({option})")
-    if settings.compare_fail and not baseline:
+            failures.append(
+                f"{metric.attr} {format_bytes(value)} exceeds {format_bytes(limit)} for {kind} ({option})"
+            )
+    if settings.compare_fail:
+        failures += _compare(figures, settings, baseline, unchecked)
+    return failures, unchecked
+
+
+def _compare(
+    figures: Figures, settings: Settings, baseline: dict[str, Any] | None, unchecked: list[str]
+) -> list[str]:
+    if not baseline:
         unchecked.append(
             "--cuzk-compare-fail not checked: the compared run has no such test "
             "(pass --cuzk-baseline FILE or --benchmark-compare)"
         )
-    if baseline and settings.compare_fail:
-        old = baseline.get("extra_info", {})
-        for metric, pct in settings.compare_fail.items():
-            key, higher_better = _COMPARED[metric]
-            a, b = old.get(key), info.get(key)
-            if not a or b is None:
-                unchecked.append(f"--cuzk-compare-fail {metric} not checked: no {key} in the baseline or now")
-                continue
-            change = (b - a) / a * 100
-            regressed = -change if higher_better else change
-            if regressed > pct:
-                failures.append(
-                    f"{metric} regressed {regressed:.1f}% (baseline {a:g}, now {b:g}; limit {pct:g}%) "
-                    "(--cuzk-compare-fail)"
-                )
-    return failures, unchecked
+        return []
+    old = baseline.get("extra_info", {})
+    failures = []
+    for name, pct in settings.compare_fail.items():
+        metric = METRICS[name]
+        before, after = old.get(metric.attr), metric.value(figures)
+        worse = regression(metric, before, after)
+        if worse is None:
+            unchecked.append(
+                f"--cuzk-compare-fail {name} not checked: no {metric.attr} in the baseline or now"
+            )
+        elif worse > pct:
+            failures.append(
+                f"{name} regressed {worse:.1f}% (baseline {before:g}, now {after:g}; limit {pct:g}%) "
+                "(--cuzk-compare-fail)"
+            )
+    return failures
+
+
+class Gates:
+    """The gates sink: registered by the session when any gate is asked for."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self._baseline: dict[str, dict[str, Any]] | None = None
+
+    def baseline(self) -> dict[str, dict[str, Any]]:
+        """``--cuzk-baseline``, else pytest-benchmark's compared run; read once."""
+        if self._baseline is None:
+            if self.settings.baseline:
+                self._baseline = load_baseline(self.settings.baseline)
+            else:
+                bs = getattr(self.config, "_benchmarksession", None)
+                mapping: dict[str, dict[str, Any]] = {}
+                for benches in (getattr(bs, "compared_mapping", None) or {}).values():
+                    mapping.update(benches)
+                self._baseline = mapping
+        return self._baseline
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_cuzk_case_finished(
+        self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
+    ) -> None:
+        baseline = self.baseline().get(item.nodeid) if self.settings.compare_fail else None
+        failures, unchecked = check_gates(figures, self.settings, baseline)
+        for note in unchecked:
+            item.warn(CuzkWarning(note))
+        if failures:
+            pytest.fail(f"{item.name}: " + "; ".join(failures), pytrace=False)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -69,10 +69,18 @@ class MemorySeries:
     device_used_bytes: list[int] | None
     marks: list[tuple[float, str]]
 
+    @classmethod
+    def empty(cls) -> MemorySeries:
+        return cls([], [], [], None, None, [])
 
-@dataclass
+
+@dataclass(frozen=True)
 class MemoryReport:
-    """Peaks and means of one sampling window; byte, MHz and percent units are in the field names."""
+    """Peaks and means of one sampling window; byte, MHz and percent units are in the field names.
+
+    ``to_dict`` carries the scalars (the series stay out: they would bloat the JSON), so a
+    report rebuilt with ``from_dict`` has an empty series.
+    """
 
     samples: int
     interval_s: float
@@ -94,21 +102,30 @@ class MemoryReport:
     sm_clock_mean_mhz: float | None
     sm_clock_min_mhz: int | None
     pstates: tuple[str, ...]
-    series: MemorySeries = field(repr=False)
+    series: MemorySeries = field(repr=False, compare=False, default_factory=MemorySeries.empty)
 
     @property
     def sample_rate_hz(self) -> float:
         """Samples per second actually achieved (below 1/interval when a sample takes longer than one)."""
         return self.samples / self.duration_s if self.duration_s > 0 else 0.0
 
-    def as_extra_info(self) -> dict[str, Any]:
-        """Scalars for pytest-benchmark's extra_info (the series stay out: they would bloat the JSON)."""
-        info = {k: v for k, v in self.__dict__.items() if k not in ("series", "samples", "pstates")}
-        info |= {"gpu_pstates": list(self.pstates), "mem_samples": self.samples}
-        info["sampler_interval_s"] = info.pop("interval_s")
-        info["sampler_rate_hz"] = round(self.sample_rate_hz, 2)
-        info |= {"duration_s": round(self.duration_s, 3), "sampler_cpu_s": round(self.sampler_cpu_s, 4)}
-        return info
+    @property
+    def rss_effective_peak_bytes(self) -> int:
+        """The sampled peak, or the kernel's exact one (VmHWM) when it covers just this test."""
+        if self.rss_hwm_scope == "test" and self.rss_hwm_peak_bytes is not None:
+            return max(self.rss_peak_bytes, self.rss_hwm_peak_bytes)
+        return self.rss_peak_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """The scalars, JSON-ready, with the achieved sampling rate."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "series"}
+        return out | {"pstates": list(self.pstates), "sample_rate_hz": round(self.sample_rate_hz, 2)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryReport:
+        names = {f.name for f in fields(cls)} - {"series"}
+        values = {k: v for k, v in data.items() if k in names}
+        return cls(**{**values, "pstates": tuple(data.get("pstates") or ())})
 
 
 class DaemonSampler:

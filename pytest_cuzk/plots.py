@@ -8,15 +8,22 @@ pyplot global state, no display), so it is safe from any thread and on headless 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pytest_cuzk.memory import MemoryReport
+from .memory import MemoryReport
+from .wire.units import MIB
 
-__all__ = ["plot_memory"]
+if TYPE_CHECKING:
+    from .cases import Case
+    from .figures import Figures
+    from .runner import CaseResult
 
-_MIB = 1 << 20
+__all__ = ["Plotter", "plot_memory"]
+
 _MAX_MARK_LABELS = 20  # beyond this, labels overlap into noise: draw the lines only
 
 
@@ -37,14 +44,14 @@ def plot_memory(report: MemoryReport, path: Path, title: str) -> Path:
 
 def _rss_panel(ax: Axes, report: MemoryReport) -> None:
     s = report.series
-    ax.plot(s.t_s, [b / _MIB for b in s.rss_bytes], label="daemon tree RSS", color="tab:blue")
+    ax.plot(s.t_s, [b / MIB for b in s.rss_bytes], label="daemon tree RSS", color="tab:blue")
     _annotate_peak(ax, s.t_s, s.rss_bytes)
     if report.rss_hwm_peak_bytes is not None:
         ax.axhline(
-            report.rss_hwm_peak_bytes / _MIB,
+            report.rss_hwm_peak_bytes / MIB,
             color="tab:blue",
             linestyle=":",
-            label=f"VmHWM peak {report.rss_hwm_peak_bytes / _MIB:.0f} MiB ({report.rss_hwm_scope})",
+            label=f"VmHWM peak {report.rss_hwm_peak_bytes / MIB:.0f} MiB ({report.rss_hwm_scope})",
         )
     ax.set_ylabel("RSS (MiB)")
     _headroom(ax)
@@ -62,10 +69,10 @@ def _vram_panel(ax: Axes, report: MemoryReport) -> None:
         ax.set_yticks([])
         return
     source = "daemon pids" if report.vram_source == "pids" else "whole device (pids not visible)"
-    ax.plot(s.t_s, [b / _MIB for b in s.vram_bytes], label=f"VRAM, {source}", color="tab:green")
+    ax.plot(s.t_s, [b / MIB for b in s.vram_bytes], label=f"VRAM, {source}", color="tab:green")
     _annotate_peak(ax, s.t_s, s.vram_bytes)
     if report.vram_source == "pids" and s.device_used_bytes is not None:
-        used = [b / _MIB for b in s.device_used_bytes]
+        used = [b / MIB for b in s.device_used_bytes]
         ax.plot(s.t_s, used, label="device used, all processes", color="tab:gray", linewidth=0.8)
     _headroom(ax)
     ax.legend(loc="lower right", fontsize=8)
@@ -82,13 +89,13 @@ def _annotate_peak(ax: Axes, t_s: list[float], values: list[int]) -> None:
         return
     i = max(range(len(values)), key=values.__getitem__)
     ax.annotate(
-        f"peak {values[i] / _MIB:.0f} MiB",
-        xy=(t_s[i], values[i] / _MIB),
+        f"peak {values[i] / MIB:.0f} MiB",
+        xy=(t_s[i], values[i] / MIB),
         xytext=(5, -12),
         textcoords="offset points",
         fontsize=8,
     )
-    ax.plot([t_s[i]], [values[i] / _MIB], marker="o", color="tab:red", markersize=4)
+    ax.plot([t_s[i]], [values[i] / MIB], marker="o", color="tab:red", markersize=4)
 
 
 def _draw_marks(ax: Axes, report: MemoryReport, labels: bool) -> None:
@@ -106,3 +113,16 @@ def _draw_marks(ax: Axes, report: MemoryReport, labels: bool) -> None:
                 ha="right",
                 transform=ax.get_xaxis_transform(),
             )
+
+
+class Plotter:
+    """The plots sink: one PNG per suite case in ``--cuzk-plots`` (registered when that is set)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def pytest_cuzk_case_finished(
+        self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
+    ) -> None:
+        if result.memory is not None:
+            plot_memory(result.memory, self.directory / f"{item.name}.png", item.nodeid)

@@ -1,110 +1,101 @@
-"""What a run writes to the results database: one run per daemon, one row per finished test.
+"""The results-database sink: one run per daemon, one row per finished suite case.
 
-Each row is written in its own transaction when its test ends, so an interrupted
-run keeps every finished test; its runs are left unfinished, as the database expects.
+Each row is written in its own transaction when its test ends, so an interrupted run keeps
+every finished test; its runs are left unfinished, as the database expects. SQLAlchemy is
+imported only by runs that record.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from .client import ProvingClient
-from .hostinfo import host_info
-from .results import HostRecord, ResultsDB, RunRecord, TestRecord
-from .wire.addresses import is_local
+import pytest
+
+from .backends.protocol import DaemonBackend
+from .figures import METRICS, Figures
+from .records import RunRecord, TestRecord
+from .settings import Settings
 
 if TYPE_CHECKING:
-    from .bench import Case, CaseResult
-    from .session import CuzkSession, Target
+    from .cases import Case
+    from .results import ResultsDB
+    from .runner import CaseResult
 
 __all__ = ["Recorder"]
 
 
 class Recorder:
-    """Records a session's tests in the database at ``url`` (``default``: the SQLite file)."""
+    """Records a session's suite cases in the database at ``url`` (``default``: the SQLite file)."""
 
-    def __init__(self, url: str) -> None:
-        self.url = None if url == "default" else url
+    def __init__(self, settings: Settings, worker: str, backend_for: Callable[[str], DaemonBackend]) -> None:
+        assert settings.results_db is not None
+        self.url = None if settings.results_db == "default" else settings.results_db
+        self.settings = settings
+        self.worker = worker
+        self.backend_for = backend_for
         self.db: ResultsDB | None = None
         self.runs: dict[str, str] = {}
+        self.interrupted = False
 
-    def record(
-        self, session: CuzkSession, target: Target, case: Case, result: CaseResult, nodeid: str
+    def pytest_cuzk_case_finished(
+        self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
-        """Write one finished test, starting its daemon's run on first use."""
+        """Write one finished case, starting its daemon's run on first use."""
         if self.db is None:
+            from .results import ResultsDB
+
             self.db = ResultsDB(self.url)
-        if target.label not in self.runs:
-            self.runs[target.label] = self.db.start_run(run_record(session, target))
-        info = result.extra_info()
-        cold = target.cold[-1].as_dict() if target.cold else {}
+        backend = self.backend_for(case.label)
+        if case.label not in self.runs:
+            self.runs[case.label] = self.db.start_run(self.run_record(backend))
+        cold = backend.state.cold[-1] if backend.state.cold else None
         kind = case.kind.name
         self.db.record_test(
             TestRecord(
-                run_id=self.runs[target.label],
-                nodeid=nodeid,
+                run_id=self.runs[case.label],
+                nodeid=item.nodeid,
                 kind=kind,
                 batch_size=case.batch_size,
                 concurrency=case.concurrency,
-                proofs_ok=info["proofs_ok"],
-                proofs_failed=info["proofs_failed"],
-                p50_s=info["latency_p50_s"],
-                p90_s=info["latency_p90_s"],
-                max_s=info["latency_max_s"],
-                proofs_per_hour=info["throughput_proofs_per_hour"],
-                rss_peak_bytes=info.get("rss_peak_bytes"),
-                vram_peak_bytes=info.get("vram_peak_bytes"),
+                proofs_ok=figures.proofs_ok,
+                proofs_failed=figures.proofs_failed,
+                **{m.column: m.value(figures) for m in METRICS.values()},  # type: ignore[arg-type]
                 cold_start={
-                    "start_s": cold.get("start_s", 0.0),
-                    "srs_load_s": cold.get("srs_load_s", {}).get(kind, 0.0),
-                    "warmup_s": cold.get("warmup_s", {}).get(kind, 0.0),
-                    "pce_s": cold.get("pce_s", {}).get(kind, 0.0),
+                    "start_s": cold.start_s if cold else 0.0,
+                    "srs_load_s": cold.srs_load_s.get(kind, 0.0) if cold else 0.0,
+                    "warmup_s": cold.warmup_s.get(kind, 0.0) if cold else 0.0,
+                    "pce_s": cold.pce_s.get(kind, 0.0) if cold else 0.0,
                 },
-                sampler_interval_s=info.get("sampler_interval_s"),
+                sampler_interval_s=figures.memory.interval_s if figures.memory else None,
                 label=case.label,
             )
         )
 
-    def close(self, interrupted: bool) -> None:
+    def run_record(self, backend: DaemonBackend) -> RunRecord:
+        """A daemon's run: its host, its build, its configuration."""
+        s = self.settings
+        return RunRecord(
+            host=backend.host_record(),
+            daemon_build=backend.profile().identity(),
+            label=backend.label,
+            batch_size=s.batch_sizes[0] if len(s.batch_sizes) == 1 else None,
+            concurrency=max(s.concurrency),
+            preset=backend.profile().preset(),
+            extra={"worker": self.worker, "mode": backend.mode},
+        )
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.interrupted = True
+
+    def pytest_unconfigure(self) -> None:
         """Mark the runs finished (unless interrupted) and close the database."""
         if self.db is None:
             return
         try:
-            if not interrupted:
+            if not self.interrupted:
                 for run_id in self.runs.values():
                     self.db.finish_run(run_id)
         finally:
             self.db.close()
             self.db = None
-
-
-def run_record(session: CuzkSession, target: Target) -> RunRecord:
-    """A daemon's run: its host, its build, its configuration."""
-    s = session.settings
-    return RunRecord(
-        host=host_record(target),
-        daemon_build=session.engine_identity(),
-        label=target.label,
-        batch_size=s.batch_sizes[0] if len(s.batch_sizes) == 1 else None,
-        concurrency=max(s.concurrency),
-        preset=s.preset if target.mode == "ref" else None,
-        extra={"worker": session.worker, "mode": target.mode},
-    )
-
-
-def host_record(target: Target) -> HostRecord:
-    """The host: this machine for a local daemon, else what the daemon's GetStatus says of its GPUs."""
-    if target.mode != "attach" or is_local(target.address):
-        return HostRecord.from_host(host_info())
-    with ProvingClient(target.address) as client:
-        # cuzk lists each GPU once per worker (two per GPU by default).
-        gpus: list[Any] = list({g.ordinal: g for g in client.status().gpus}.values())
-    return HostRecord.of(
-        gpu_models=[g.name for g in gpus],
-        gpu_count=len(gpus),
-        vram_total_bytes=sum(g.vram_total_bytes for g in gpus),
-        cpu_model=f"unknown (remote host {target.label})",  # keeps unlike remote hosts apart
-        cpu_cores=0,
-        ram_bytes=0,
-        hostname=target.label,
-    )

@@ -20,10 +20,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,11 @@ import sqlalchemy as sa
 from filelock import FileLock
 from sqlalchemy.dialects import postgresql, sqlite
 
-from .hostinfo import HostInfo, hardware_fingerprint
+from .records import HostRecord, ResultRow, RunRecord, TestRecord
 
 __all__ = [
     "SCHEMA_VERSION",
-    "HostRecord",
-    "ResultRow",
     "ResultsDB",
-    "RunRecord",
-    "TestRecord",
     "build_metadata",
     "default_url",
     "migrate",
@@ -75,100 +70,6 @@ def normalize_url(url: str | None) -> sa.URL:
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise ValueError(f"results database URL {url!r}: use a sqlite:/// path or a postgresql:// URL")
     return parsed
-
-
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class HostRecord:
-    """What a host is; ``fingerprint`` groups runs of the same hardware and driver stack."""
-
-    fingerprint: str
-    gpu_models: list[str]
-    gpu_count: int
-    vram_total_bytes: int
-    cpu_model: str
-    cpu_cores: int
-    ram_bytes: int
-    driver: str = ""
-    cuda: str = ""
-    hostname: str = ""
-
-    @classmethod
-    def of(cls, **facts: Any) -> HostRecord:
-        """Build a record whose fingerprint is derived from the facts that shape performance.
-
-        The hostname is left out on purpose: two identically built rented machines are the same
-        kind of host, and the run's label tells the instances apart.
-        """
-        keys = ("gpu_models", "gpu_count", "vram_total_bytes", "cpu_model", "cpu_cores", "ram_bytes")
-        stable = {k: facts.get(k) for k in (*keys, "driver", "cuda")}
-        return cls(fingerprint=hardware_fingerprint(stable), **facts)
-
-    @classmethod
-    def from_host(cls, host: HostInfo) -> HostRecord:
-        """A described machine, keyed by the same fingerprint as its pytest-benchmark machine info."""
-        return cls(
-            fingerprint=host.fingerprint(),
-            gpu_models=[g.name for g in host.gpus],
-            gpu_count=len(host.gpus),
-            vram_total_bytes=sum(g.vram_total_bytes for g in host.gpus),
-            cpu_model=host.cpu_model,
-            cpu_cores=host.cpu_logical_cores,
-            ram_bytes=host.ram_total_bytes,
-            driver=host.driver_version or "",
-            cuda=host.cuda_driver_version or "",
-            hostname=host.hostname,
-        )
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One daemon measured in one pytest session (a fleet session makes one run per daemon)."""
-
-    host: HostRecord
-    daemon_build: str
-    label: str = ""
-    batch_size: int | None = None
-    concurrency: int | None = None
-    preset: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    run_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
-
-
-@dataclass(frozen=True)
-class TestRecord:
-    """The figures of one finished test; written as one row in one transaction."""
-
-    __test__ = False  # not a pytest test class despite the name
-
-    run_id: str
-    nodeid: str
-    kind: str
-    batch_size: int
-    concurrency: int
-    proofs_ok: int
-    proofs_failed: int
-    p50_s: float | None
-    p90_s: float | None
-    max_s: float | None
-    proofs_per_hour: float | None
-    rss_peak_bytes: int | None
-    vram_peak_bytes: int | None = None
-    cold_start: dict[str, float] = field(default_factory=dict)  # start/ready/srs_load/warmup/pce seconds
-    sampler_interval_s: float | None = None
-    label: str = ""
-    finished_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
-
-
-@dataclass(frozen=True)
-class ResultRow:
-    """A test joined with its run and host: what the ``cuzk-perf`` reports work on."""
-
-    test: TestRecord
-    run: RunRecord
 
 
 # --------------------------------------------------------------------------- schema

@@ -137,6 +137,11 @@ class Settings:
     labels: dict[str, str] = field(default_factory=dict)
     results_db: str | None = None
 
+    @property
+    def gates_asked(self) -> bool:
+        """Whether any gate option is set (the gates sink is registered only then)."""
+        return bool(self.min_throughput or self.max_rss or self.max_vram or self.compare_fail)
+
 
 def add_options(parser: pytest.Parser) -> None:
     """Declare every option as a flag in the ``cuzk`` group and as an ini key."""

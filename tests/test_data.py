@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 from httpserver import FileServer
 
-from pytest_cuzk import data
-from pytest_cuzk.data import DataStore, DataUnavailable, Manifest, ManifestError, ProgressLine, load_manifest
+from pytest_cuzk import datastore
+from pytest_cuzk.datastore import DataStore
+from pytest_cuzk.errors import DataUnavailable, ManifestError
+from pytest_cuzk.manifest import Manifest, load_manifest
+from pytest_cuzk.progress import ProgressLine
 from pytest_cuzk.wire.kinds import KINDS
 
 PAYLOAD = random.Random(0).randbytes(1_000_000)
@@ -54,13 +57,13 @@ def porep_manifest(tmp_path: Path, url: str, sha256: str | None = PAYLOAD_SHA, e
 
 def counting_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     hashed: list[Path] = []
-    real = data.file_sha256
+    real = datastore.file_sha256
 
     def spy(path: Path) -> str:
         hashed.append(path)
         return real(path)
 
-    monkeypatch.setattr(data, "file_sha256", spy)
+    monkeypatch.setattr(datastore, "file_sha256", spy)
     return hashed
 
 
@@ -127,8 +130,8 @@ def test_stale_part_longer_than_the_file_starts_over(tmp_path, server, store):
 
 def test_transfer_that_keeps_breaking_gives_up(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
-    server.cut_after("/c1.json", 0, times=data.ATTEMPTS)
-    with pytest.raises(DataUnavailable, match=f"broke off {data.ATTEMPTS} times"):
+    server.cut_after("/c1.json", 0, times=datastore.ATTEMPTS)
+    with pytest.raises(DataUnavailable, match=f"broke off {datastore.ATTEMPTS} times"):
         store.ensure(manifest.entries["porep"], manifest)
 
 

@@ -14,15 +14,11 @@ import grpc
 import psutil
 import pytest
 
-from pytest_cuzk.daemon import (
-    DaemonExited,
-    DaemonProcess,
-    choose_mode,
-    daemon_config,
-    describe_exit,
-    listen_address,
-)
-from pytest_cuzk.errors import CuzkError
+from pytest_cuzk.backends.choice import choose
+from pytest_cuzk.backends.process import DaemonProcess, daemon_config, describe_exit, listen_address
+from pytest_cuzk.backends.workspace import Workspace
+from pytest_cuzk.errors import CuzkError, DaemonExited
+from pytest_cuzk.settings import resolve_settings
 from pytest_cuzk.proto import pb, pb_grpc
 
 EXITS_AT_ONCE = "import sys; print('bad config: no GPU', flush=True); sys.exit(3)"
@@ -42,7 +38,7 @@ def _throwaway(tmp_path: Path, code: str) -> DaemonProcess:
     script = tmp_path / "fake_daemon.py"
     script.write_text("import sys\nsys.argv[1:] = []\n" + code)
     config = daemon_config(None, {"daemon": {"listen": listen_address(tmp_path)}})
-    return DaemonProcess([sys.executable, str(script)], tmp_path / "work", config, "spawn")
+    return DaemonProcess([sys.executable, str(script)], tmp_path / "work", config)
 
 
 def test_a_daemon_that_exits_fails_at_once_with_code_and_log(tmp_path):
@@ -126,25 +122,32 @@ class _Status(pb_grpc.ProvingEngineServicer):
         return pb.GetStatusResponse(uptime_seconds=5)
 
 
-def test_choose_mode_attaches_spawns_or_falls_back_to_the_reference_engine(tmp_path):
+def _choose(pytester, *args):
+    return choose(resolve_settings(pytester.parseconfig(*args)), Workspace())
+
+
+def test_choose_attaches_spawns_or_falls_back_to_the_reference_engine(pytester, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "")
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     pb_grpc.add_ProvingEngineServicer_to_server(_Status(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
+    addr = f"--cuzk-addr=127.0.0.1:{port}"
     try:
-        choice = choose_mode("auto", f"127.0.0.1:{port}", (), None)
-        assert (choice.mode, choice.addresses) == ("attach", (f"127.0.0.1:{port}",))
+        choice = _choose(pytester, addr)
+        assert (choice.mode, [b.address for b in choice.backends]) == ("attach", [f"127.0.0.1:{port}"])
     finally:
         server.stop(0)
     binary = tmp_path / "cuzk-daemon"
-    assert choose_mode("auto", f"127.0.0.1:{port}", (), binary).mode == "spawn"
-    fallback = choose_mode("auto", f"127.0.0.1:{port}", (), None)
+    assert _choose(pytester, addr, f"--cuzk-binary={binary}").mode == "spawn"
+    fallback = _choose(pytester, addr)
     assert fallback.mode == "ref" and "reference engine" in fallback.reason
-    assert choose_mode("ref", "", (), binary).mode == "ref"
-    assert choose_mode("auto", "", ("a:1", "b:2"), None).addresses == ("a:1", "b:2")
+    assert _choose(pytester, "--cuzk-daemon=ref", f"--cuzk-binary={binary}").mode == "ref"
+    labels = [b.label for b in _choose(pytester, "--cuzk-daemon=127.0.0.1:1,127.0.0.2:2").backends]
+    assert labels == ["127.0.0.1-1", "127.0.0.2-2"]
 
 
-def test_spawn_without_a_binary_says_what_to_do(monkeypatch):
+def test_spawn_without_a_binary_says_what_to_do(pytester, monkeypatch):
     monkeypatch.setenv("PATH", "")
     with pytest.raises(CuzkError, match="--cuzk-binary"):
-        choose_mode("spawn", "127.0.0.1:1", (), None)
+        _choose(pytester, "--cuzk-daemon=spawn")

@@ -183,7 +183,7 @@ def test_missing_nvml_library_is_reported_not_raised(child: Child, monkeypatch: 
     report = sampler.stop()
     assert report.vram_available is False
     assert "NVML unavailable" in (report.vram_unavailable_reason or "")
-    assert report.as_extra_info()["vram_available"] is False
+    assert report.to_dict()["vram_available"] is False
 
 
 def test_gpu_memory_is_attributed_to_the_daemon_pids(child: Child, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -237,16 +237,16 @@ def test_a_daemon_without_gpu_memory_reads_zero_not_the_device(
 
 def test_extra_info_has_units_in_key_names_and_is_json(child: Child) -> None:
     report = sample(child, [f"alloc a {10 * MB}"], hold_s=0.05)
-    info = report.as_extra_info()
+    info = report.to_dict()
     for key in ("rss_peak_bytes", "rss_mean_bytes", "rss_hwm_peak_bytes", "rss_hwm_scope", "vram_available"):
         assert key in info
     for key in ("vram_peak_bytes", "vram_mean_bytes", "sys_available_min_bytes", "sampler_cpu_s"):
         assert key in info
     units = ("_bytes", "_s", "_pct", "_mhz", "_hz")
     numeric = [k for k, v in info.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    assert all(k.endswith(units) or k == "mem_samples" for k in numeric), numeric
+    assert all(k.endswith(units) or k == "samples" for k in numeric), numeric
     assert "series" not in info
-    json.dumps(info)
+    assert MemoryReport.from_dict(json.loads(json.dumps(info))) == report
 
 
 def test_marks_and_sampler_cost_are_recorded(child: Child) -> None:

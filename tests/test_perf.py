@@ -11,8 +11,9 @@ from pathlib import Path
 import pg
 import pytest
 
-from pytest_cuzk.perf import main, parse_fail, parse_percent
-from pytest_cuzk.results import HostRecord, ResultsDB, RunRecord, TestRecord
+from pytest_cuzk.perf.cli import main, parse_fail, parse_percent
+from pytest_cuzk.records import HostRecord, RunRecord, TestRecord
+from pytest_cuzk.results import ResultsDB
 
 db_url, pg_server = pg.db_url, pg.pg_server  # each test runs on SQLite and on PostgreSQL
 GIB = 2**30
@@ -206,7 +207,7 @@ def test_bad_sizes_and_percentages_are_usage_errors(
     assert code == 2
     assert "percentage '150%' out of range" in err
     assert perf(capsys, url, "recommend", "--ram", "1TiB", "--kind", "bogus")[0] == 2
-    assert parse_fail("throughput:5%, rss_peak:10") == {"throughput": 0.05, "rss_peak": 0.10}
+    assert parse_fail("throughput:5%, rss_peak:10") == {"throughput": 5.0, "rss_peak": 10.0}
     assert parse_percent("15%") == 0.15
 
 

@@ -13,12 +13,10 @@ import pg
 import pytest
 import sqlalchemy as sa
 
+from pytest_cuzk.records import HostRecord, RunRecord, TestRecord
 from pytest_cuzk.results import (
     SCHEMA_VERSION,
-    HostRecord,
     ResultsDB,
-    RunRecord,
-    TestRecord,
     build_metadata,
     create_engine,
     default_url,
@@ -35,7 +33,8 @@ GIB = 2**30
 # finishes on its own (``count`` < 0), so it must be killed, or it writes ``count`` tests and ends.
 WRITER = """
 import sys
-from pytest_cuzk.results import HostRecord, ResultsDB, RunRecord, TestRecord
+from pytest_cuzk.records import HostRecord, RunRecord, TestRecord
+from pytest_cuzk.results import ResultsDB
 url, label, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 host = HostRecord.of(gpu_models=["RTX 4090"], gpu_count=1, vram_total_bytes=24 << 30, cpu_model="cpu",
                      cpu_cores=8, ram_bytes=64 << 30)

@@ -24,9 +24,11 @@ def parse_size(text: str, where: str) -> int:
 
 
 def format_bytes(n: float | None, unknown: str = "n/a") -> str:
-    """``1.23 GiB`` from a GiB up, ``512 MiB`` below it; ``unknown`` for None (the one byte formatter)."""
+    """``180.0 GiB``, ``1.23 GiB``, ``512 MiB``; ``unknown`` for None (the one byte formatter)."""
     if n is None:
         return unknown
+    if abs(n) >= 10 * GIB:
+        return f"{n / GIB:.1f} GiB"
     if abs(n) >= GIB:
         return f"{n / GIB:.2f} GiB"
     return f"{n / MIB:.0f} MiB"

@@ -133,7 +133,7 @@ def test_nvml_peak_of_a_separate_gpu_process(allocator: subprocess.Popen[str], i
         "sampler_cpu_pct_of_core": 100 * report.sampler_cpu_s / report.duration_s,
         "sampler_cpu_ms_per_sample": 1000 * report.sampler_cpu_s / report.samples,
     }
-    print(f"\n[nvml sampler] {json.dumps(figures)}\n[report] {json.dumps(report.as_extra_info())}")
+    print(f"\n[nvml sampler] {json.dumps(figures)}\n[report] {json.dumps(report.to_dict())}")
     assert abs(plateau_err) <= TOLERANCE
     assert abs(peak_err) <= TOLERANCE, "the 250 ms spike was missed or mismeasured"
     assert spike_samples >= 3

@@ -23,11 +23,12 @@ def test_counters_move_by_the_proofs_run(cuzk_kind, cuzk_target, cuzk_session):
     from pytest_cuzk.client import ProvingClient
 
     kind = cuzk_kind.kind
+    data = cuzk_session.data(cuzk_target)
     with ProvingClient(cuzk_target.address) as client:
         before = _counters(client, kind)
         runs = 2
         for _ in range(runs):
-            result = client.prove(cuzk_session.request(kind), timeout_s=cuzk_session.settings.proof_timeout)
+            result = client.prove(data.request(kind), timeout_s=cuzk_session.settings.proof_timeout)
             assert result.completed, result.error_message
         after = _counters(client, kind)
     assert after[0] - before[0] == runs, "GetStatus total_proofs_completed"
@@ -55,12 +56,13 @@ def test_malformed_input_fails_cleanly_and_the_daemon_keeps_proving(cuzk_kind, c
 
     kind = cuzk_kind.kind
     timeout = cuzk_session.settings.proof_timeout
+    data = cuzk_session.data(cuzk_target)
     with ProvingClient(cuzk_target.address) as client:
-        bad = client.prove(_malformed(cuzk_session.request(kind)), timeout_s=timeout)
+        bad = client.prove(_malformed(data.request(kind)), timeout_s=timeout)
         assert bad.status == pb.AwaitProofResponse.FAILED
         assert bad.error_message, "a failed job must say why"
         assert not bad.proof
-        good = client.prove(cuzk_session.request(kind), timeout_s=timeout)
+        good = client.prove(data.request(kind), timeout_s=timeout)
     assert good.completed, f"daemon stopped proving after bad input: {good.error_message}"
     check_proof(good.proof, kind)
 
@@ -68,10 +70,10 @@ def test_malformed_input_fails_cleanly_and_the_daemon_keeps_proving(cuzk_kind, c
 def test_cold_start_is_reported(cuzk_kind, cuzk_target, cuzk_session):
     """The readiness chain timed every stage for this kind (skipped stages are said so)."""
     kind = cuzk_kind.kind.name
-    cold = cuzk_target.cold[-1]
+    cold = cuzk_target.state.cold[-1]
     assert kind in cold.srs_load_s
     if cuzk_session.settings.skip_warmup:
         pytest.skip("--cuzk-skip-warmup: no warm-up figures")
     assert cold.warmup_s[kind] > 0
-    if cuzk_session.param_cache is not None:
+    if cuzk_target.pce_rule() is not None:
         assert kind in cold.pce_s

@@ -1,10 +1,10 @@
-"""Run one suite case: proofs in waves, every proof checked, figures into pytest-benchmark.
+"""Run one suite case: proofs in waves, every proof checked and timed.
 
 A case is (daemon, kind, batch size b, concurrency j). It keeps ``b × j`` proofs
 in flight — so batches really form — in waves of that size until ``--cuzk-proofs``
 proofs (at least one wave) are done. Each wave is one pytest-benchmark pedantic
-round; per-proof latencies, the daemon's own phase timings, throughput and the
-memory sampler's peaks go into ``benchmark.extra_info``.
+round; ``CaseResult.figures`` turns every proof's record and the memory sampler's
+report into the case's one ``Figures`` record.
 """
 
 from __future__ import annotations
@@ -18,40 +18,18 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cases import Case
 from .client import ProofResult, ProvingClient
-from .daemon import DaemonExited
-from .errors import Cancelled, CuzkError, DaemonUnavailable, ProofTimeout
+from .errors import Cancelled, CuzkError, DaemonExited, DaemonUnavailable, ProofTimeout
+from .figures import Figures, ProofTimings, percentile
+from .memory import MemoryReport
 from .proofcheck import check_proof
 from .proto import pb
 from .wire.kinds import ProofKindInfo
 
-__all__ = ["Case", "CaseResult", "ProofRecord", "percentile", "run_case"]
+__all__ = ["CaseResult", "ProofRecord", "Runner", "run_case", "run_wave"]
 
 _DEATH_POLL_S = 0.2
-
-
-@dataclass(frozen=True)
-class Case:
-    """One parametrized suite case."""
-
-    label: str
-    kind: ProofKindInfo
-    batch_size: int
-    concurrency: int
-    attached: bool = False
-    show_label: bool = False
-
-    @property
-    def id(self) -> str:
-        parts = [self.label] if self.show_label else []
-        parts += [self.kind.name, f"batch{self.batch_size}", f"j{self.concurrency}"]
-        if self.attached:
-            parts.append("attached")
-        return "-".join(parts)
-
-    @property
-    def in_flight(self) -> int:
-        return self.batch_size * self.concurrency
 
 
 @dataclass
@@ -77,7 +55,7 @@ class CaseResult:
     case: Case
     proofs: list[ProofRecord] = field(default_factory=list)
     wall_s: float = 0.0
-    memory: Any = None
+    memory: MemoryReport | None = None
 
     @property
     def ok(self) -> list[ProofRecord]:
@@ -94,44 +72,36 @@ class CaseResult:
     def proofs_per_hour(self) -> float:
         return len(self.ok) / self.wall_s * 3600 if self.wall_s > 0 else 0.0
 
-    def extra_info(self) -> dict[str, Any]:
-        """Everything pytest-benchmark's stats do not hold, with units in the key names."""
-        ok = self.ok
-        info: dict[str, Any] = {
-            "kind": self.case.kind.name,
-            "batch_size": self.case.batch_size,
-            "concurrency": self.case.concurrency,
-            "daemon_label": self.case.label,
-            "proofs_ok": len(ok),
-            "proofs_failed": len(self.failed),
-            "wall_s": round(self.wall_s, 4),
-            "throughput_proofs_per_hour": round(self.proofs_per_hour, 3),
-            "latency_p50_s": _round(self.latency(50)),
-            "latency_p90_s": _round(self.latency(90)),
-            "latency_max_s": _round(max((p.wall_s for p in ok), default=None)),
-            "failures": [f"{p.job_id}: {p.error}" for p in self.failed][:20],
+    def figures(self, test: str) -> Figures:
+        """The case's one figures record (built once, after the case ran)."""
+        ok, case, memory = self.ok, self.case, self.memory
+        timings = {
+            name: round(statistics.fmean(getattr(p, name) for p in ok), 1) if ok else None
+            for name in ("queue_wait_ms", "synthesis_ms", "gpu_compute_ms", "total_ms")
         }
-        for name in ("queue_wait_ms", "synthesis_ms", "gpu_compute_ms", "total_ms"):
-            info[f"{name.removesuffix('_ms')}_mean_ms"] = (
-                round(statistics.fmean(getattr(p, name) for p in ok), 1) if ok else None
-            )
-        if self.memory is not None:
-            info.update(self.memory.as_extra_info())
-        return info
+        return Figures(
+            test=test,
+            label=case.label,
+            kind=case.kind.name,
+            batch_size=case.batch_size,
+            concurrency=case.concurrency,
+            proofs_ok=len(ok),
+            proofs_failed=len(self.failed),
+            wall_s=round(self.wall_s, 4),
+            throughput_proofs_per_hour=round(self.proofs_per_hour, 3),
+            latency_p50_s=_round(self.latency(50)),
+            latency_p90_s=_round(self.latency(90)),
+            latency_max_s=_round(max((p.wall_s for p in ok), default=None)),
+            timings=ProofTimings(**timings),
+            rss_peak_bytes=memory.rss_effective_peak_bytes if memory is not None else None,
+            vram_peak_bytes=memory.vram_peak_bytes if memory is not None else None,
+            memory=memory,
+            failures=tuple(f"{p.job_id}: {p.error}" for p in self.failed[:20]),
+        )
 
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """Linear-interpolated percentile (``q`` in 0..100); None when there are no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 @dataclass

@@ -1,11 +1,11 @@
-"""Daemon lifecycle: choose a mode, spawn or attach, wait until it answers, stop it for good.
+"""A spawned daemon process: its config, socket, log, process group and how it ended.
 
-A spawned daemon gets its own config (copied from the user's base TOML and
-overridden), a private unix socket (or a free loopback port), its own session
-and process group, and a log file. Stopping is SIGTERM to the whole group, then
-SIGKILL after a grace period: cuzk ignores a second SIGINT, so SIGINT is never
-relied on. A daemon that exits while we wait fails at once with its exit code or
-signal and the tail of its log.
+A spawned daemon gets its own config (the user's base TOML, overridden), a private unix
+socket (or a free loopback port), its own session and process group, and a log file.
+Stopping is SIGTERM to the whole group, then SIGKILL after a grace period: cuzk ignores a
+second SIGINT, so SIGINT is never relied on. A daemon that exits while we wait fails at
+once with its exit code or signal and the tail of its log. The environment it runs with
+is never part of a message.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import shutil
+import re
 import signal
 import socket
 import subprocess
@@ -25,8 +25,9 @@ from typing import Any
 
 import tomli_w
 
-from .client import ProvingClient
-from .errors import CuzkError
+from ..client import ProvingClient
+from ..errors import CuzkError, DaemonExited
+from ..wire.units import format_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,74 +36,16 @@ else:  # pragma: no cover
 
 __all__ = [
     "EXIT_TIMEOUT",
-    "DaemonExited",
     "DaemonProcess",
-    "ModeChoice",
-    "choose_mode",
     "daemon_config",
     "describe_exit",
+    "listen_address",
     "oom_kill_count",
 ]
 
 EXIT_TIMEOUT = 10.0
 _UNIX_PATH_MAX = 100
 _PR_SET_PDEATHSIG = 1
-
-
-class DaemonExited(CuzkError):
-    """The spawned daemon is gone; the message says how it ended and what it logged last."""
-
-
-@dataclass(frozen=True)
-class ModeChoice:
-    """How the daemon under test is provided, and why that mode was chosen."""
-
-    mode: str  # attach | spawn | ref
-    reason: str
-    addresses: tuple[str, ...] = ()
-    binary: Path | None = None
-
-
-def _answers(address: str, timeout_s: float) -> bool:
-    """One GetStatus: a closed port is refused at once, so the probe costs nothing when no one listens."""
-    try:
-        with ProvingClient(address) as client:
-            client.status(timeout=timeout_s)
-        return True
-    except (CuzkError, ValueError):
-        return False
-
-
-def find_binary(explicit: Path | None) -> Path | None:
-    """The cuzk binary to spawn: the explicit one, else ``cuzk-daemon`` or ``cuzk`` on PATH."""
-    if explicit:
-        return explicit
-    for name in ("cuzk-daemon", "cuzk"):
-        found = shutil.which(name)
-        if found:
-            return Path(found)
-    return None
-
-
-def choose_mode(mode: str, addr: str, attach: tuple[str, ...], binary: Path | None) -> ModeChoice:
-    """Resolve ``--cuzk-daemon`` to attach / spawn / ref with a reason for the pytest header."""
-    if attach:
-        return ModeChoice("attach", "addresses given with --cuzk-daemon", attach)
-    if mode == "ref":
-        return ModeChoice("ref", "--cuzk-daemon=ref")
-    if mode == "spawn":
-        found = find_binary(binary)
-        if not found:
-            raise CuzkError(
-                "--cuzk-daemon=spawn needs a cuzk binary: pass --cuzk-binary PATH or put cuzk-daemon on PATH"
-            )
-        return ModeChoice("spawn", "--cuzk-daemon=spawn", binary=found)
-    if _answers(addr, 1.0):
-        return ModeChoice("attach", f"a daemon answers at {addr}", (addr,))
-    found = find_binary(binary)
-    if found:
-        return ModeChoice("spawn", f"no daemon at {addr}; found binary {found}", binary=found)
-    return ModeChoice("ref", f"no daemon at {addr} and no cuzk binary: using the reference engine")
 
 
 def _free_port() -> int:
@@ -178,11 +121,11 @@ def describe_exit(returncode: int, oom_before: int | None = None, rss_peak: int 
     if sig == signal.SIGKILL:
         facts = []
         if rss_peak:
-            facts.append(f"RSS peak {rss_peak / 2**30:.2f} GiB")
+            facts.append(f"RSS peak {format_bytes(rss_peak)}")
         with contextlib.suppress(ImportError):
             import psutil
 
-            facts.append(f"available memory {psutil.virtual_memory().available / 2**30:.2f} GiB")
+            facts.append(f"available memory {format_bytes(psutil.virtual_memory().available)}")
         now = oom_kill_count()
         if now is not None:
             if oom_before is None:
@@ -202,7 +145,6 @@ class DaemonProcess:
     argv_head: list[str]
     workdir: Path
     config: dict[str, Any]
-    mode: str
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
@@ -246,8 +188,8 @@ class DaemonProcess:
                 start_new_session=True,
                 preexec_fn=_set_pdeathsig,
             )
-        except OSError as exc:
-            raise DaemonExited(f"cannot start {self.argv_head[0]}: {exc}") from exc
+        except OSError as exc:  # the message names the binary, never the environment
+            raise DaemonExited(f"cannot start {self.argv_head[0]}: {exc.strerror}") from None
         finally:
             os.close(log_fd)
         self.started_at = time.monotonic()
@@ -284,8 +226,6 @@ class DaemonProcess:
                 text = f.read().decode(errors="replace")
         except OSError:
             return ""
-        import re
-
         text = re.sub(r"\x1b\[[0-9;]*m", "", text)
         return "\n".join(text.splitlines()[-lines:])
 

@@ -1,0 +1,10 @@
+"""Ways of getting a daemon under test, each one class behind the ``DaemonBackend`` Protocol.
+
+``attached`` (someone else's daemon), ``spawned`` (a cuzk binary), ``reference`` (the
+reference engine, the plugin's only door into ``refengine``), ``fake`` (an in-process
+stand-in for the plugin's own tests); ``choice`` picks among them for ``--cuzk-daemon``.
+"""
+
+from .protocol import BackendState, ColdStart, DaemonBackend, EngineProfile, Mode, PceRule
+
+__all__ = ["BackendState", "ColdStart", "DaemonBackend", "EngineProfile", "Mode", "PceRule"]

@@ -1,0 +1,136 @@
+"""A daemon someone else started: the plugin dials it and never starts, restarts or stops it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from ..client import ProvingClient
+from ..errors import CuzkError, DaemonExited
+from ..results import HostRecord
+from ..wire.addresses import is_local
+from ..wire.kinds import ProofKindInfo
+from .profiles import CuzkProfile
+from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare, no_lock
+
+__all__ = ["ATTACHED_PROBE_S", "AttachedDaemon"]
+
+ATTACHED_PROBE_S = 5.0
+
+
+class AttachedDaemon:
+    """A running daemon at an address; taken out of the run, never restarted, when it fails."""
+
+    mode: Mode = "attach"
+
+    def __init__(
+        self,
+        label: str,
+        address: str,
+        *,
+        start_timeout_s: float,
+        param_cache: Path | None,
+        profile: EngineProfile | None = None,
+    ) -> None:
+        self.label = label
+        self._address = address
+        self._start_timeout_s = start_timeout_s
+        self._param_cache = param_cache
+        self._profile = profile or CuzkProfile(f"attached: {address}")
+        self.state = BackendState()
+        self._probe_at = 0.0
+        self._probe_error = ""
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    @property
+    def local(self) -> bool:
+        return is_local(self._address)
+
+    @property
+    def log(self) -> DaemonLog | None:
+        return None
+
+    def profile(self) -> EngineProfile:
+        return self._profile
+
+    def pce_rule(self) -> PceRule | None:
+        """Only a daemon on this machine, whose param cache the user named, can be watched."""
+        if not self.local or self._param_cache is None:
+            return None
+        return PceRule(self._param_cache)
+
+    def bring_up(self, batch_size: int, kinds: Sequence[ProofKindInfo], prepare: Prepare) -> None:
+        """Check once that it answers; one that does not is out of service for the rest of the run."""
+        if self.state.out_of_service:
+            raise DaemonExited(
+                f"daemon {self.label} ({self.address}) is out of service: {self.state.out_of_service}"
+            )
+        if self.state.cold:
+            return
+        cold = ColdStart(self.label, None)
+        t0 = time.monotonic()
+        try:
+            with ProvingClient(self.address) as client:
+                client.wait_ready(self._start_timeout_s)
+        except CuzkError as exc:
+            self.state.out_of_service = str(exc)
+            raise
+        cold.start_s = time.monotonic() - t0
+        self.state.cold.append(cold)
+
+    def alive(self) -> bool:
+        """It answered GetStatus lately: a host that vanishes without a TCP reset is noticed too."""
+        if time.monotonic() - self._probe_at >= ATTACHED_PROBE_S:
+            self._probe_at = time.monotonic()
+            try:
+                with ProvingClient(self.address) as client:
+                    client.status(timeout=2.0)
+                self._probe_error = ""
+            except CuzkError as exc:
+                self._probe_error = str(exc)
+        return not self._probe_error
+
+    def gone(self, grace_s: float = 1.0) -> bool:
+        self._probe_at = 0.0
+        return not self.alive()
+
+    def death_message(self, rss_peak: int | None = None) -> str:
+        return f"attached daemon at {self.address} stopped answering: {self._probe_error}"
+
+    def take_out(self, reason: str) -> None:
+        self.state.out_of_service = reason
+
+    def lost(self, reason: str) -> None:
+        self.state.out_of_service = reason
+
+    def cache_lock(self, kind: ProofKindInfo) -> AbstractContextManager[object]:
+        return no_lock()
+
+    def host_record(self) -> HostRecord:
+        """The local machine for a local daemon, else what its GetStatus says of its GPUs."""
+        if self.local:
+            return HostRecord.this_host()
+        with ProvingClient(self.address) as client:
+            # cuzk lists each GPU once per worker (two per GPU by default).
+            gpus = list({g.ordinal: g for g in client.status().gpus}.values())
+        return HostRecord.of(
+            gpu_models=[g.name for g in gpus],
+            gpu_count=len(gpus),
+            vram_total_bytes=sum(g.vram_total_bytes for g in gpus),
+            cpu_model=f"unknown (remote host {self.label})",  # keeps unlike remote hosts apart
+            cpu_cores=0,
+            ram_bytes=0,
+            hostname=self.label,
+        )
+
+    def stop(self) -> None:
+        """Nothing to stop: the daemon is not ours."""

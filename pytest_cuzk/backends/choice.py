@@ -1,0 +1,103 @@
+"""Which daemons a run tests: ``--cuzk-daemon`` resolved to backends, with the reason for the header.
+
+``auto`` attaches when a daemon answers at ``--cuzk-addr``, else spawns a cuzk binary
+(``--cuzk-binary``, else ``cuzk-daemon`` or ``cuzk`` on PATH), else the reference engine.
+This is the built-in ``pytest_cuzk_make_backends``; another plugin can answer first.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CuzkError
+from ..settings import Settings
+from ..wire.addresses import label_from_address
+from .protocol import DaemonBackend, Mode
+from .workspace import Workspace
+
+__all__ = ["DaemonChoice", "choose", "find_binary"]
+
+LOCAL_LABEL = "local"
+
+
+@dataclass(frozen=True)
+class DaemonChoice:
+    """The daemons under test and how they were chosen."""
+
+    mode: Mode
+    reason: str
+    backends: tuple[DaemonBackend, ...]
+
+
+def find_binary(explicit: Path | None) -> Path | None:
+    """The cuzk binary to spawn: the explicit one, else ``cuzk-daemon`` or ``cuzk`` on PATH."""
+    if explicit:
+        return explicit
+    for name in ("cuzk-daemon", "cuzk"):
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    return None
+
+
+def _answers(address: str, timeout_s: float) -> bool:
+    """One GetStatus: a closed port is refused at once, so the probe costs nothing when no one listens."""
+    from ..client import ProvingClient
+
+    try:
+        with ProvingClient(address) as client:
+            client.status(timeout=timeout_s)
+        return True
+    except (CuzkError, ValueError):
+        return False
+
+
+def choose(settings: Settings, workspace: Workspace) -> DaemonChoice:
+    """Resolve ``--cuzk-daemon`` into backends."""
+    s = settings
+    if s.attach:
+        return _attached(s, s.attach, "addresses given with --cuzk-daemon")
+    if s.daemon == "ref":
+        return _reference(s, workspace, "--cuzk-daemon=ref")
+    if s.daemon == "spawn":
+        found = find_binary(s.binary)
+        if not found:
+            raise CuzkError(
+                "--cuzk-daemon=spawn needs a cuzk binary: pass --cuzk-binary PATH or put cuzk-daemon on PATH"
+            )
+        return _spawned(s, workspace, found, "--cuzk-daemon=spawn")
+    if _answers(s.addr, 1.0):
+        return _attached(s, (s.addr,), f"a daemon answers at {s.addr}")
+    found = find_binary(s.binary)
+    if found:
+        return _spawned(s, workspace, found, f"no daemon at {s.addr}; found binary {found}")
+    return _reference(s, workspace, f"no daemon at {s.addr} and no cuzk binary: using the reference engine")
+
+
+def _attached(s: Settings, addresses: tuple[str, ...], reason: str) -> DaemonChoice:
+    from .attached import AttachedDaemon
+
+    backends = tuple(
+        AttachedDaemon(
+            s.labels.get(addr) or label_from_address(addr),
+            addr,
+            start_timeout_s=s.start_timeout,
+            param_cache=s.param_cache,
+        )
+        for addr in addresses
+    )
+    return DaemonChoice("attach", reason, backends)
+
+
+def _spawned(s: Settings, workspace: Workspace, binary: Path, reason: str) -> DaemonChoice:
+    from .spawned import SpawnedCuzk
+
+    return DaemonChoice("spawn", reason, (SpawnedCuzk(LOCAL_LABEL, s, workspace, binary),))
+
+
+def _reference(s: Settings, workspace: Workspace, reason: str) -> DaemonChoice:
+    from .reference import ReferenceEngine
+
+    return DaemonChoice("ref", reason, (ReferenceEngine(LOCAL_LABEL, s, workspace),))

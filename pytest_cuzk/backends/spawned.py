@@ -1,0 +1,202 @@
+"""Daemons the plugin starts: a cuzk binary, and (in ``reference``) the reference engine.
+
+A spawned daemon is restarted when a test needs another batch size (tests are grouped so
+that this happens once per size), after it crashed (once per crash, recorded, given up
+after three), and after a proof it could not cancel (cuzk cannot). When its PCE files are
+missing, a cuzk binary warms up with a low-memory config first and then restarts with the
+full one: the PCE extraction is the memory peak that gets small hosts OOM-killed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from ..errors import DaemonExited
+from ..records import HostRecord
+from ..settings import Settings
+from ..wire.kinds import ProofKindInfo
+from .process import DaemonProcess, daemon_config, listen_address
+from .profiles import CuzkProfile
+from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare
+from .workspace import Workspace
+
+__all__ = ["CUZK_PARAM_CACHE", "LOWMEM_OVERRIDES", "MAX_RESTARTS", "SpawnedCuzk", "SpawnedDaemon"]
+
+MAX_RESTARTS = 3
+CUZK_PARAM_CACHE = Path("/data/zk/params")  # cuzk's srs.param_cache default
+# Low-memory warm-up: one job at a time, no batching (the PCE extraction is the memory peak).
+LOWMEM_OVERRIDES: dict[str, dict[str, Any]] = {
+    "scheduler": {"max_batch_size": 1},
+    "pipeline": {"synthesis_concurrency": 1, "max_parallel_synthesis": 1},
+    "gpus": {"gpu_workers_per_device": 1},
+}
+
+
+class SpawnedDaemon:
+    """What every daemon the plugin starts shares: its process, restarts and readiness bookkeeping.
+
+    Subclasses say what to run (``argv``), what to override in its config, where its param
+    cache is, whether its PCE must be written since its start, and what engine it is.
+    """
+
+    mode: Mode = "spawn"
+    lowmem_by_default = True  # --cuzk-lowmem-warmup=auto
+
+    def __init__(self, label: str, settings: Settings, workspace: Workspace) -> None:
+        self.label = label
+        self.settings = settings
+        self.workspace = workspace
+        self.state = BackendState()
+        self.process: DaemonProcess | None = None
+        self.batch_size: int | None = None
+
+    # --- what differs per engine ------------------------------------------------------------------
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def overrides(self, batch_size: int) -> dict[str, dict[str, Any]]:
+        return {"scheduler": {"max_batch_size": batch_size}}
+
+    def param_cache(self) -> Path:
+        """--cuzk-param-cache, else the base config's srs.param_cache, else cuzk's default."""
+        if self.settings.param_cache:
+            return self.settings.param_cache
+        cache = daemon_config(self.settings.config, {}).get("srs", {}).get("param_cache")
+        return Path(cache) if cache else CUZK_PARAM_CACHE
+
+    def pce_rule(self) -> PceRule | None:
+        """Cuzk extracts the PCE again after every start (it never loads the file): only a new one counts."""
+        fresh = self.process.started_wall if self.process is not None else 0.0
+        return PceRule(self.param_cache(), fresh)
+
+    def profile(self) -> EngineProfile:
+        return CuzkProfile(self.identity())
+
+    def identity(self) -> str:
+        raise NotImplementedError
+
+    # --- the Protocol -----------------------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        return self.process.address if self.process is not None else ""
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def local(self) -> bool:
+        return True
+
+    @property
+    def log(self) -> DaemonLog | None:
+        return self.process
+
+    def bring_up(self, batch_size: int, kinds: Sequence[ProofKindInfo], prepare: Prepare) -> None:
+        """A running daemon for ``batch_size``: restarted after a crash or for another batch size."""
+        if self.state.out_of_service:
+            raise DaemonExited(f"daemon {self.label}: {self.state.out_of_service}")
+        if self.process is not None and not self.process.alive():
+            self.process.stop()  # its children still belong to the group
+            how = "crash" if self.process.answered else "failed start"
+            self.state.restarts.append(f"restarted after {how}: {self.process.exit_message()}")
+            self.process = None
+            if len(self.state.restarts) >= MAX_RESTARTS:
+                self.state.out_of_service = (
+                    f"it died {len(self.state.restarts)} times; not restarting it again"
+                )
+                raise DaemonExited(f"daemon {self.label}: {self.state.out_of_service}")
+        if self.process is None or self.batch_size != batch_size:
+            self._restart(batch_size, kinds, prepare)
+
+    def _restart(self, batch_size: int, kinds: Sequence[ProofKindInfo], prepare: Prepare) -> None:
+        self.stop()
+        cold = ColdStart(self.label, batch_size)
+        self.state.ready_kinds = set()
+        if self._needs_lowmem(kinds):
+            cold.lowmem_warmup = True
+            self._start(batch_size, cold, lowmem=True)
+            prepare(self, kinds, cold)
+            self.stop()
+            self.state.ready_kinds = set()
+            cold.notes.append("warmed up with a low-memory config, then restarted with the full one")
+        self._start(batch_size, cold, lowmem=False)
+        self.batch_size = batch_size
+        self.state.cold.append(cold)
+
+    def _needs_lowmem(self, kinds: Sequence[ProofKindInfo]) -> bool:
+        mode = self.settings.lowmem_warmup
+        if mode == "off" or self.settings.skip_warmup:
+            return False
+        cache = self.param_cache()
+        missing = [k for k in kinds if not (cache / k.pce_file).exists()]
+        return bool(missing) and (mode == "on" or self.lowmem_by_default)
+
+    def _start(self, batch_size: int, cold: ColdStart, lowmem: bool) -> None:
+        prefix = f"{self.label}-b{batch_size}{'-lowmem' if lowmem else ''}-"
+        workdir = self.workspace.subdir(prefix)
+        overrides = self.overrides(batch_size)
+        overrides.setdefault("daemon", {})["listen"] = listen_address(workdir)
+        overrides.setdefault("srs", {})["param_cache"] = str(self.param_cache())
+        if lowmem:
+            for section, values in LOWMEM_OVERRIDES.items():
+                overrides.setdefault(section, {}).update(values)
+        self.process = DaemonProcess(self.argv(), workdir, daemon_config(self.settings.config, overrides))
+        self.process.start()
+        cold.start_s += self.process.wait_answering(self.settings.start_timeout)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.alive()
+
+    def gone(self, grace_s: float = 1.0) -> bool:
+        return self.process is not None and self.process.died_within(grace_s)
+
+    def death_message(self, rss_peak: int | None = None) -> str:
+        if self.process is None:
+            return f"daemon {self.label} is not running"
+        return self.process.exit_message(rss_peak)
+
+    def take_out(self, reason: str) -> None:
+        """It cannot cancel the proof it still works on: stop it, so the next test gets a fresh one."""
+        self.stop()
+        self.state.restarts.append(f"restarted: {reason}")
+
+    def lost(self, reason: str) -> None:
+        """A crash: the next test's bring_up restarts it and records how it ended."""
+
+    def cache_lock(self, kind: ProofKindInfo) -> AbstractContextManager[object]:
+        """Serialise setup and PCE writing of one circuit across daemons sharing a param cache (xdist)."""
+        cache = self.param_cache()
+        cache.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(cache / f".pytest-cuzk-{kind.circuit_id}.lock"))
+
+    def host_record(self) -> HostRecord:
+        return HostRecord.this_host()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+            self.process = None
+
+
+class SpawnedCuzk(SpawnedDaemon):
+    """A cuzk binary (``--cuzk-binary``, or ``cuzk-daemon``/``cuzk`` on PATH)."""
+
+    mode: Mode = "spawn"
+
+    def __init__(self, label: str, settings: Settings, workspace: Workspace, binary: Path) -> None:
+        super().__init__(label, settings, workspace)
+        self.binary = binary
+
+    def argv(self) -> list[str]:
+        return [str(self.binary)]
+
+    def identity(self) -> str:
+        from ..hostinfo import binary_sha256
+
+        return f"{self.binary.name} sha256:{binary_sha256(self.binary)[:16]}"

@@ -1,0 +1,64 @@
+"""pytest-cuzk's own hooks: choose the daemons, shape ``extra_info``, and consume finished cases.
+
+Implement them in a ``conftest.py`` or a plugin. The built-in implementations are ``trylast``,
+so yours run first; for ``firstresult`` hooks the first non-None answer wins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .backends.choice import DaemonChoice
+    from .backends.workspace import Workspace
+    from .cases import Case
+    from .figures import Figures
+    from .runner import CaseResult
+    from .settings import Settings
+
+hookspec = pytest.hookspec  # keep pluggy's marker under one name
+
+
+@hookspec(firstresult=True)
+def pytest_cuzk_make_backends(
+    config: pytest.Config, settings: Settings, workspace: Workspace
+) -> DaemonChoice | None:
+    """Return the daemons under test; the built-in one resolves ``--cuzk-daemon``.
+
+    Answer with your own ``DaemonChoice`` to test daemons the plugin cannot start itself
+    (a container, a remote pool). Each backend satisfies ``pytest_cuzk.backends.DaemonBackend``::
+
+        def pytest_cuzk_make_backends(config, settings, workspace):
+            if config.getoption("--my-pool"):
+                return DaemonChoice("attach", "from --my-pool", (MyPoolDaemon(...),))
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_cuzk_generate_extra_info(item: pytest.Item, figures: Figures) -> dict[str, Any] | None:
+    """Build the ``extra_info`` pytest-benchmark stores for a case (built-in: ``figures.to_dict()``)."""
+
+
+@hookspec
+def pytest_cuzk_update_extra_info(item: pytest.Item, figures: Figures, extra_info: dict[str, Any]) -> None:
+    """Add to (or change) a case's ``extra_info`` before it is stored.
+
+    For example::
+
+        def pytest_cuzk_update_extra_info(item, figures, extra_info):
+            extra_info["rack"] = os.environ.get("RACK", "")
+    """
+
+
+@hookspec
+def pytest_cuzk_case_finished(item: pytest.Item, case: Case, figures: Figures, result: CaseResult) -> None:
+    """A suite case finished on this worker; ``figures`` are its numbers, ``result`` every proof.
+
+    The built-in sinks record the case in the results database, draw its memory plot and,
+    last, apply the gates, which fail the test. A sink of your own::
+
+        def pytest_cuzk_case_finished(item, case, figures, result):
+            requests.post(DASHBOARD, json=figures.to_dict())
+    """

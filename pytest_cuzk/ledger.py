@@ -1,0 +1,81 @@
+"""How the daemons' proof counters moved over the run, summed across restarts and xdist workers.
+
+The ledger reads a daemon's counters whenever a cuzk test starts or ends. Each daemon
+process (a restart is a new one) contributes its last reading minus its first, so a
+daemon stopped for a new batch size loses nothing; one that crashed loses only what it
+counted after its last reading. Workers send their totals to the controller in an
+explicit wire format (``to_wire``/``merge_wire``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .backends.protocol import DaemonBackend
+from .client import ProvingClient
+from .errors import CuzkError
+
+__all__ = ["MetricKey", "MetricLedger", "MetricValues"]
+
+MetricKey = tuple[str, tuple[tuple[str, str], ...]]
+MetricValues = dict[MetricKey, float]
+_Generation = tuple[str, int | None, str]
+
+
+def read_counters(address: str) -> MetricValues:
+    """The proof counters (gauges, and the summary over the last 1000 proofs, do not add up)."""
+    with ProvingClient(address) as client:
+        samples = client.metric_samples(timeout=5.0)
+    return {
+        key: sample.value
+        for key, sample in samples.by_key.items()
+        if sample.name.startswith(("cuzk_proofs_completed", "cuzk_proofs_failed"))
+    }
+
+
+class MetricLedger:
+    """Counter changes per daemon label."""
+
+    def __init__(self) -> None:
+        self._first: dict[_Generation, MetricValues] = {}
+        self._last: dict[_Generation, MetricValues] = {}
+        self._merged: dict[str, MetricValues] = {}
+
+    def observe(self, backend: DaemonBackend) -> None:
+        """Read the daemon's counters now; a daemon that does not answer is left for next time."""
+        if not backend.address:
+            return
+        try:
+            values = read_counters(backend.address)
+        except CuzkError:
+            return
+        generation = (backend.label, backend.pid, backend.address)
+        self._first.setdefault(generation, values)
+        self._last[generation] = values
+
+    def totals(self) -> dict[str, MetricValues]:
+        """Per label: what the counters moved, this process's daemons and the merged workers' together."""
+        out: dict[str, MetricValues] = {label: dict(values) for label, values in self._merged.items()}
+        for generation, last in self._last.items():
+            first = self._first[generation]
+            totals = out.setdefault(generation[0], {})
+            for key, value in last.items():
+                totals[key] = totals.get(key, 0.0) + value - first.get(key, 0.0)
+        return out
+
+    def to_wire(self) -> dict[str, list[list[Any]]]:
+        """JSON-able totals for an xdist worker's ``workeroutput``."""
+        return {
+            label: [
+                [name, [list(pair) for pair in labels], value] for (name, labels), value in values.items()
+            ]
+            for label, values in self.totals().items()
+        }
+
+    def merge_wire(self, data: dict[str, list[list[Any]]]) -> None:
+        """Add a finished worker's totals (``to_wire``'s format) to this ledger's."""
+        for label, rows in data.items():
+            totals = self._merged.setdefault(label, {})
+            for name, labels, value in rows:
+                key: MetricKey = (name, tuple((str(k), str(v)) for k, v in labels))
+                totals[key] = totals.get(key, 0.0) + float(value)

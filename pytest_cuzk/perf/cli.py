@@ -1,0 +1,120 @@
+"""cuzk-perf: read the results database to choose hosts, follow builds and gate regressions offline.
+
+Why: specs do not predict proving throughput, so hosts are chosen by what they measured; and
+pytest-benchmark can gate timings but not throughput or memory across builds after the fact.
+
+Every subcommand takes ``--db URL`` (default: ``$PYTEST_CUZK_RESULTS_DB``, else the SQLite file in
+the user's data dir, see ``pytest_cuzk.results``). Exit codes: 0 done (also "no data"), 1 a
+regression (``compare``) or nothing fits the RAM (``recommend``), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from ..figures import METRICS
+from ..results import ResultsDB
+from ..wire import units
+from ..wire.kinds import by_name
+from .charts import cmd_plot
+from .compare import cmd_compare
+from .export import cmd_export
+from .hosts import cmd_history, cmd_hosts, cmd_recommend
+
+__all__ = ["build_parser", "main", "parse_fail", "parse_percent"]
+
+
+def parse_percent(text: str) -> float:
+    """Fraction from ``15%`` (or ``15``), for a margin: below 100%."""
+    try:
+        value = units.parse_percent(text, "the option")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value >= 100:
+        raise argparse.ArgumentTypeError(f"percentage {text!r} out of range: use 0% to 99%")
+    return value / 100
+
+
+def parse_fail(text: str) -> dict[str, float]:
+    """Percentages by metric from ``throughput:5%,rss_peak:10%`` (--cuzk-compare-fail's syntax)."""
+    try:
+        return units.parse_thresholds(text, METRICS, "--fail")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _size(text: str) -> int:
+    try:
+        return units.parse_size(text, "--ram")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+EPILOG = "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM, 2 usage error"
+FAIL_HELP = f"regression limits, e.g. throughput:5%%,rss_peak:10%% (metrics: {', '.join(METRICS)})"
+HOST_HELP = "a host fingerprint (or its start) or a run label"
+DB_HELP = (
+    "sqlite:///PATH, a file path or postgresql://... Default: $PYTEST_CUZK_RESULTS_DB, else the user data dir"
+)
+
+
+def _kind(text: str) -> str:
+    try:
+        return by_name(text).name
+    except KeyError as exc:
+        raise argparse.ArgumentTypeError(str(exc.args[0])) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Set up the ``cuzk-perf`` parser; ``--db`` belongs to every subcommand."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", metavar="URL", default=os.environ.get("PYTEST_CUZK_RESULTS_DB"), help=DB_HELP)
+    parser = argparse.ArgumentParser(prog="cuzk-perf", description=__doc__.split("\n\n")[0], epilog=EPILOG)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(func: Callable[[ResultsDB, argparse.Namespace], int], kind_required: bool = False) -> Any:
+        doc = (func.__doc__ or "").strip()
+        p = sub.add_parser(func.__name__[4:], parents=[common], help=doc, description=doc, epilog=EPILOG)
+        p.set_defaults(func=func)
+        p.add_argument("--kind", type=_kind, required=kind_required, help="porep, snap, wpost or winning")
+        return p
+
+    add(cmd_hosts)
+    add(cmd_history, kind_required=True).add_argument("--host", metavar="FP_OR_LABEL", help=HOST_HELP)
+    p = add(cmd_compare)
+    p.add_argument("build_a", metavar="BUILD_A", help="baseline build (its name or a unique part of it)")
+    p.add_argument("build_b", metavar="BUILD_B", help="candidate build")
+    p.add_argument("--fail", type=parse_fail, default={}, metavar="METRIC:PCT,...", help=FAIL_HELP)
+    p.add_argument("--host", metavar="FP_OR_LABEL", help=HOST_HELP)
+    p = add(cmd_export)
+    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument("-o", "--output", metavar="FILE", help="Default: standard output")
+    p.add_argument("--build")
+    p.add_argument("--host", metavar="FP_OR_LABEL", help=HOST_HELP)
+    add(cmd_plot).add_argument("-o", "--output", metavar="DIR", required=True)
+    p = add(cmd_recommend)
+    p.add_argument("--ram", type=_size, required=True, help="the host's RAM, e.g. 256GiB or 512GB")
+    p.add_argument("--margin", type=parse_percent, default=0.15, help="safety margin. Default: 15%%")
+    p.add_argument("--gpu", metavar="MODEL", help="only hosts with a GPU whose name contains MODEL")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``cuzk-perf``; returns the exit code instead of exiting, so tests can call it."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        db = ResultsDB(args.db)
+    except (ValueError, RuntimeError, sa.exc.SQLAlchemyError) as exc:
+        print(f"cuzk-perf: cannot open the results database {args.db or '(default)'}: {exc}", file=sys.stderr)
+        return 2
+    with db:
+        return args.func(db, args)

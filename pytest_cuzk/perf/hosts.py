@@ -1,0 +1,110 @@
+"""``cuzk-perf hosts``, ``history`` and ``recommend``: choosing hosts and configurations by measurement."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from dataclasses import dataclass
+
+from ..records import ResultRow
+from ..results import ResultsDB
+from ..tables import table
+from ..wire.units import format_bytes
+from .queries import NO_DATA, best, config, gpus, group, labels, stat, values
+
+__all__ = ["cmd_history", "cmd_hosts", "cmd_recommend"]
+
+
+def cmd_hosts(db: ResultsDB, args: argparse.Namespace) -> int:
+    """Best proofs/hour per kind per host, with how many runs and how far they spread."""
+    out = []
+    for (kind, fp), rows in group(
+        db.rows(kind=args.kind), lambda r: (r.test.kind, r.run.host.fingerprint)
+    ).items():
+        tput, top = values(rows, "throughput") or [0.0], best(rows)
+        runs = len({r.run.run_id for r in rows})
+        ram, spread = format_bytes(top.run.host.ram_bytes), f"{min(tput):.1f}..{max(tput):.1f}"
+        out.append(
+            (kind, fp[:12], labels(rows), gpus(top), ram, runs, f"{max(tput):.1f}", spread, config(top))
+        )
+    out.sort(key=lambda t: (t[0], -float(t[6])))
+    heads = ("kind", "host", "labels", "gpus", ">ram", ">runs", ">best/h", ">spread/h", "best config")
+    print(table(heads, out) if out else NO_DATA)
+    return 0
+
+
+def cmd_history(db: ResultsDB, args: argparse.Namespace) -> int:
+    """Each build's figures on each host, in the order the builds were first run."""
+    rows = db.rows(kind=args.kind, host=args.host)
+    out = []
+    for (build, _), rs in group(rows, lambda r: (r.run.daemon_build, r.run.host.fingerprint)).items():
+        tput, p50, rss = (values(rs, m) for m in ("throughput", "p50", "rss_peak"))
+        when = rs[0].run.started_at.strftime("%Y-%m-%d %H:%M")
+        runs = len({r.run.run_id for r in rs})
+        figures = [stat(max, tput, "{:.1f}".format), stat(statistics.median, tput, "{:.1f}".format)]
+        figures += [stat(statistics.median, p50, "{:.2f}".format), stat(max, rss, format_bytes)]
+        out.append((when, build, labels(rs), runs, *figures))
+    heads = ("first run (UTC)", "build", "host", ">runs", ">best/h", ">median/h", ">p50 s", ">rss peak")
+    print(table(heads, out) if out else NO_DATA)
+    return 0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A measured configuration of one kind: its worst RSS peak and its typical throughput."""
+
+    batch: int
+    j: int
+    peak: int
+    per_hour: float
+    hosts: int
+
+
+def candidates(rows: list[ResultRow]) -> list[Candidate]:
+    out = []
+    for (b, j), crs in sorted(group(rows, lambda r: (r.test.batch_size, r.test.concurrency)).items()):
+        tput = statistics.median(values(crs, "throughput") or [0.0])
+        hosts = len({r.run.host.fingerprint for r in crs})
+        out.append(Candidate(b, j, int(max(values(crs, "rss_peak"))), tput, hosts))
+    return out
+
+
+def recommend_kind(kind: str, cands: list[Candidate], budget: float) -> Candidate | None:
+    """Print the candidates of one kind and return the fastest that fits ``budget``."""
+    fits = [c for c in cands if c.peak <= budget]
+    pick = max(fits, key=lambda c: (c.per_hour, -c.peak)) if fits else None
+    heads = ("kind", ">batch", ">j", ">rss peak", ">median/h", ">hosts", "fits", "")
+    print(table(heads, [
+        (kind, c.batch, c.j, format_bytes(c.peak), f"{c.per_hour:.1f}", c.hosts, "yes" if c in fits else "no",
+         "<- best" if c == pick else "")
+        for c in cands
+    ]))  # fmt: skip
+    return pick
+
+
+def cmd_recommend(db: ResultsDB, args: argparse.Namespace) -> int:
+    """The batch size and concurrency with the best throughput whose measured peak fits the RAM."""
+    gpu = (args.gpu or "").lower()
+    rows = [r for r in db.rows(kind=args.kind) if r.test.rss_peak_bytes is not None]
+    rows = [r for r in rows if any(gpu in g.lower() for g in r.run.host.gpu_models or [""])]
+    if not rows:
+        print(NO_DATA)
+        return 0
+    budget = args.ram * (1 - args.margin)
+    print(
+        f"RAM {format_bytes(args.ram)} less {args.margin:.0%}: peaks must stay under {format_bytes(budget)}"
+    )
+    status = 0
+    for kind, krows in sorted(group(rows, lambda r: r.test.kind).items()):
+        cands = candidates(krows)
+        pick = recommend_kind(kind, cands, budget)
+        if pick:
+            print(f"{kind}: use batch size {pick.batch}, concurrency {pick.j} "
+                  f"({pick.per_hour:.1f} proofs/hour, RSS peak {format_bytes(pick.peak)})\n")  # fmt: skip
+            continue
+        low = min(cands, key=lambda c: c.peak)
+        need = format_bytes(low.peak / (1 - args.margin))
+        print(f"{kind}: nothing measured fits; the smallest peak is {format_bytes(low.peak)} "
+              f"(batch {low.batch}, j {low.j}), which needs {need} of RAM\n")  # fmt: skip
+        status = 1
+    return status

@@ -1,0 +1,111 @@
+"""The readiness chain: SRS preloaded, one warm-up proof per kind, its PCE file written.
+
+A daemon is ready for a kind once PreloadSRS answered, a warm-up proof of that kind
+completed and checked out, and the kind's ``pce-*.bin`` is complete in the param cache
+(final name, cuzk's magic, a stable size, and for cuzk written since the daemon started).
+Each stage is timed into the daemon's ``ColdStart`` record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .backends.protocol import ColdStart, DaemonBackend
+from .client import ProvingClient
+from .errors import DaemonExited, ReadinessError, RpcError
+from .proofcheck import check_proof
+from .proto import pb
+from .settings import Settings
+from .wire.kinds import ProofKindInfo
+
+__all__ = ["PCE_MAGIC", "Readiness", "pce_complete"]
+
+PCE_MAGIC = b"PCE\x02"
+RequestFactory = Callable[[DaemonBackend, ProofKindInfo], pb.SubmitProofRequest]
+
+
+def pce_complete(path: Path, newer_than: float = 0.0) -> bool:
+    """The PCE file is in place (final name), recent enough, its magic right and its size stable."""
+    try:
+        st = path.stat()
+        with path.open("rb") as f:
+            magic = f.read(4)
+        time.sleep(0.05)
+        return (
+            magic == PCE_MAGIC
+            and st.st_size >= 32
+            and st.st_mtime >= newer_than
+            and path.stat().st_size == st.st_size
+        )
+    except OSError:
+        return False
+
+
+class Readiness:
+    """Runs the chain for a daemon and the kinds a test needs, skipping kinds already ready."""
+
+    def __init__(self, settings: Settings, request: RequestFactory) -> None:
+        self.settings = settings
+        self.request = request
+
+    def __call__(self, backend: DaemonBackend, kinds: Sequence[ProofKindInfo], cold: ColdStart) -> None:
+        """Preload, warm up and wait for the PCE of each kind not yet ready on ``backend``.
+
+        A daemon that dies on the way (the OOM killer during the first proof) is reported
+        as a death, with its exit and log, not as the RPC error its socket gave.
+        """
+        todo = [k for k in kinds if k.name not in backend.state.ready_kinds]
+        if not todo:
+            return
+        try:
+            with ProvingClient(backend.address) as client:
+                for kind in todo:
+                    with backend.cache_lock(kind):
+                        t0 = time.monotonic()
+                        client.preload_srs(kind.circuit_id, timeout_s=self.settings.ready_timeout)
+                        cold.srs_load_s[kind.name] = time.monotonic() - t0
+                        if not self.settings.skip_warmup:
+                            self._warm_up(client, backend, kind, cold)
+                    backend.state.ready_kinds.add(kind.name)
+        except RpcError as exc:
+            if backend.gone():
+                raise DaemonExited(f"daemon died while getting ready: {backend.death_message()}") from exc
+            raise
+
+    def _warm_up(
+        self, client: ProvingClient, backend: DaemonBackend, kind: ProofKindInfo, cold: ColdStart
+    ) -> None:
+        t0 = time.monotonic()
+        result = client.prove(self.request(backend, kind), timeout_s=self.settings.warmup_timeout)
+        cold.warmup_s[kind.name] = time.monotonic() - t0
+        if not result.completed:
+            raise ReadinessError(
+                f"warm-up {kind.name} proof on {backend.address} failed: {result.error_message}"
+            )
+        check_proof(result.proof, kind)
+        rule = backend.pce_rule()
+        if rule is None:
+            cold.notes.append(
+                f"{kind.name}: PCE file not checked (param cache unknown or remote: "
+                "pass --cuzk-param-cache for a daemon on this machine)"
+            )
+            return
+        self._wait_pce(backend, kind, rule.directory / kind.pce_file, rule.fresh_since, cold)
+
+    def _wait_pce(
+        self, backend: DaemonBackend, kind: ProofKindInfo, pce: Path, fresh: float, cold: ColdStart
+    ) -> None:
+        t1 = time.monotonic()
+        deadline = t1 + self.settings.warmup_timeout
+        while not pce_complete(pce, fresh):
+            if backend.pid is not None and not backend.alive():
+                raise DaemonExited(f"daemon died while writing {pce}: {backend.death_message()}")
+            if time.monotonic() > deadline:
+                raise ReadinessError(
+                    f"PCE file {pce} did not appear within {self.settings.warmup_timeout:.0f}s after the "
+                    f"{kind.name} warm-up proof"
+                )
+            time.sleep(0.2)
+        cold.pce_s[kind.name] = time.monotonic() - t1
