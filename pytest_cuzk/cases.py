@@ -75,13 +75,16 @@ def item_case(item: pytest.Item) -> Case | None:
 
 
 def order_items(items: list[pytest.Item]) -> None:
-    """Group suite tests by daemon and batch size in place; other tests keep their places."""
+    """Group suite tests by daemon (in the order given) and batch size in place; others keep their places."""
     slots = [i for i, item in enumerate(items) if item_case(item) is not None]
+    labels: dict[str, int] = {}
+    for i in slots:
+        labels.setdefault(item_case(items[i]).label, len(labels))  # type: ignore[union-attr]
 
-    def key(item: pytest.Item) -> tuple[str, int]:
+    def key(item: pytest.Item) -> tuple[int, int]:
         case = item_case(item)
         assert case is not None
-        return case.label, case.batch_size
+        return labels[case.label], case.batch_size
 
     for i, item in zip(slots, sorted((items[i] for i in slots), key=key), strict=True):
         items[i] = item

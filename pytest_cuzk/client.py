@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -164,6 +165,7 @@ def parse_metrics(text: str) -> MetricSet:
     )
 
 
+@functools.cache
 def keep_large_buffers() -> bool:
     """Have glibc keep freed large buffers instead of unmapping them (returns whether it could).
 
@@ -171,7 +173,8 @@ def keep_large_buffers() -> bool:
     default glibc maps and unmaps every such buffer, and the page faults then cost
     more than the transfer (about 200 ms per submission instead of under 100 ms on a
     2-core VM). This tunes the allocator of the calling process only (the pytest
-    process), never the daemon under test.
+    process), never the daemon under test, once, when its first client is made: a
+    pytest run that talks to no daemon keeps its allocator as it was.
     """
     with contextlib.suppress(OSError, AttributeError, TypeError):
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
@@ -191,6 +194,7 @@ class ProvingClient:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         default_timeout: float = 60.0,
     ) -> None:
+        keep_large_buffers()
         parsed = parse_address(address)
         self.target, self.address = parsed.target, parsed.display
         self.default_timeout = default_timeout

@@ -1,9 +1,10 @@
 """How the daemons' proof counters moved over the run, summed across restarts and xdist workers.
 
 The ledger reads a daemon's counters whenever a cuzk test starts or ends. Each daemon
-process (a restart is a new one) contributes its last reading minus its first, so a
-daemon stopped for a new batch size loses nothing; one that crashed loses only what it
-counted after its last reading. Workers send their totals to the controller in an
+process contributes its last reading minus its first, so a daemon stopped for a new
+batch size loses nothing; one that crashed loses only what it counted after its last
+reading. A restart is a new pid or address, or, where neither changes (an attached
+daemon someone restarted), counters that went down. Workers send their totals to the controller in an
 explicit wire format (``to_wire``/``merge_wire``).
 """
 
@@ -39,7 +40,8 @@ class MetricLedger:
     def __init__(self) -> None:
         self._first: dict[_Generation, MetricValues] = {}
         self._last: dict[_Generation, MetricValues] = {}
-        self._merged: dict[str, MetricValues] = {}
+        self._closed: dict[str, MetricValues] = {}  # restarted processes, and merged workers
+        self.restarts_seen: list[str] = []
 
     def observe(self, backend: DaemonBackend) -> None:
         """Read the daemon's counters now; a daemon that does not answer is left for next time."""
@@ -50,17 +52,23 @@ class MetricLedger:
         except CuzkError:
             return
         generation = (backend.label, backend.pid, backend.address)
+        last = self._last.get(generation)
+        if last is not None and any(values.get(k, 0.0) < v for k, v in last.items()):
+            self._close(generation)
+            self.restarts_seen.append(f"{backend.label}: its proof counters went down (restarted)")
         self._first.setdefault(generation, values)
         self._last[generation] = values
 
+    def _close(self, generation: _Generation) -> None:
+        first, last = self._first.pop(generation), self._last.pop(generation)
+        _add(self._closed.setdefault(generation[0], {}), {k: v - first.get(k, 0.0) for k, v in last.items()})
+
     def totals(self) -> dict[str, MetricValues]:
         """Per label: what the counters moved, this process's daemons and the merged workers' together."""
-        out: dict[str, MetricValues] = {label: dict(values) for label, values in self._merged.items()}
+        out: dict[str, MetricValues] = {label: dict(values) for label, values in self._closed.items()}
         for generation, last in self._last.items():
             first = self._first[generation]
-            totals = out.setdefault(generation[0], {})
-            for key, value in last.items():
-                totals[key] = totals.get(key, 0.0) + value - first.get(key, 0.0)
+            _add(out.setdefault(generation[0], {}), {k: v - first.get(k, 0.0) for k, v in last.items()})
         return out
 
     def to_wire(self) -> dict[str, list[list[Any]]]:
@@ -75,7 +83,13 @@ class MetricLedger:
     def merge_wire(self, data: dict[str, list[list[Any]]]) -> None:
         """Add a finished worker's totals (``to_wire``'s format) to this ledger's."""
         for label, rows in data.items():
-            totals = self._merged.setdefault(label, {})
-            for name, labels, value in rows:
-                key: MetricKey = (name, tuple((str(k), str(v)) for k, v in labels))
-                totals[key] = totals.get(key, 0.0) + float(value)
+            values = {
+                (str(name), tuple((str(k), str(v)) for k, v in labels)): float(value)
+                for name, labels, value in rows
+            }
+            _add(self._closed.setdefault(label, {}), values)
+
+
+def _add(totals: MetricValues, values: MetricValues) -> None:
+    for key, value in values.items():
+        totals[key] = totals.get(key, 0.0) + value

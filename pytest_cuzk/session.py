@@ -61,9 +61,6 @@ class CuzkSession:
     def choice(self) -> DaemonChoice:
         """The daemons under test, chosen on first use (``auto`` probes ``--cuzk-addr`` once)."""
         if self._choice is None:
-            from .client import keep_large_buffers
-
-            keep_large_buffers()
             self._choice = self.config.hook.pytest_cuzk_make_backends(
                 config=self.config, settings=self.settings, workspace=self.workspace
             )

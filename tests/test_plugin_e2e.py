@@ -6,10 +6,7 @@ import json
 import os
 import time
 
-import pytest
 from support import PROVE_SOURCE, SUITE, process_gone, ref_daemons
-
-from pytest_cuzk.results import ResultsDB
 
 RECORD_DAEMON = """
 import os
@@ -53,14 +50,6 @@ def test_suite_case_proves_verifies_measures_and_reports(inner, tmp_path):
     assert case["stats"]["rounds"] == 2, "one pedantic round per wave of one proof"
     assert bench["machine_info"]["cuzk"]["daemon"].startswith("cuzk-ref ")
     assert (plots / "test_prove[winning-batch1-j1].png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_batch_sizes_group_tests_so_the_daemon_restarts_once_per_size(inner):
-    args = ("-k", "porep", "--cuzk-batch-sizes=2,1", "--cuzk-concurrency=1,2")
-    result = inner({"test_prove": PROVE_SOURCE}, *args)
-    result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(["*cold start [[]local batch 1[]]*", "*cold start [[]local batch 2[]]*"])
-    assert result.stdout.str().count("cold start [") == 2
 
 
 def test_spawned_daemons_are_gone_after_the_session(inner, tmp_path, monkeypatch):
@@ -110,52 +99,6 @@ def test_unreachable_address_fails_within_the_timeout_naming_it(inner):
     result.stdout.fnmatch_lines(["*127.0.0.1:9*no answer within 2 s*"])
 
 
-@pytest.mark.parametrize(
-    ("option", "message"),
-    [
-        (
-            "--cuzk-min-throughput=winning:1000000000/h",
-            "*throughput * proofs/h is below the minimum 1e+09/h*",
-        ),
-        ("--cuzk-max-rss=1MiB", "*rss_peak_bytes * MiB exceeds 1 MiB for winning (--cuzk-max-rss)*"),
-    ],
-)
-def test_gates_fail_the_test_by_name(inner, option, message):
-    result = inner({"test_prove": PROVE_SOURCE}, "-k", "winning", "--cuzk-batch-sizes=1", option)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"*test_prove[[]winning-batch1-j1[]]: {message}"])
-
-
-@pytest.mark.parametrize("source", ["--cuzk-baseline", "--benchmark-compare"])
-def test_compare_gate_fails_a_regression_against_a_saved_run(inner, tmp_path, source):
-    storage = tmp_path / "benchmarks"
-    args = ("-k", "winning", "--cuzk-batch-sizes=1", f"--benchmark-storage=file://{storage}")
-    inner({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=base").assert_outcomes(passed=1)
-    (base,) = storage.glob("*/0001_base.json")
-    saved = json.loads(base.read_text())
-    saved["benchmarks"][0]["extra_info"]["throughput_proofs_per_hour"] *= 100
-    base.write_text(json.dumps(saved))
-    compare = f"--cuzk-baseline={base}" if source == "--cuzk-baseline" else "--benchmark-compare=0001"
-    result = inner(
-        {"test_prove": PROVE_SOURCE}, *args, compare, "--cuzk-compare-fail=throughput:5%,rss_peak:500%"
-    )
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*test_prove[[]winning-batch1-j1[]]: throughput regressed 9*% (baseline *, now *; limit 5%)*"]
-    )
-
-
-def test_results_database_gets_one_row_per_test(inner, tmp_path):
-    url = f"sqlite:///{tmp_path / 'results.db'}"
-    inner({"test_prove": PROVE_SOURCE}, "-k", "winning or wpost", f"--cuzk-results-db={url}").assert_outcomes(
-        passed=2
-    )
-    with ResultsDB(url) as db:
-        rows = db.rows()
-    assert sorted(r.test.kind for r in rows) == ["winning", "wpost"]
-    assert all(r.test.proofs_ok == 2 and r.run.daemon_build.startswith("cuzk-ref") for r in rows)
-
-
 def test_lowmem_warmup_restarts_with_the_full_config(inner, tmp_path, shared_cache):
     cache = tmp_path / "params"
     cache.mkdir()
@@ -174,44 +117,6 @@ def test_lowmem_warmup_restarts_with_the_full_config(inner, tmp_path, shared_cac
         ["*(low-memory warm-up)*", "*warmed up with a low-memory config, then restarted*"]
     )
     assert (cache / "pce-winning-post.bin").exists()
-
-
-def test_missing_data_is_downloaded_with_progress_and_undownloadable_kinds_skip(
-    inner, tmp_path, shared_cache
-):
-    import tomli_w
-    from httpserver import FileServer
-
-    from pytest_cuzk.manifest import load_manifest
-    from pytest_cuzk.refengine.gendata import generate
-
-    generated = load_manifest(generate(tmp_path / "generated"))
-    entry = generated.entries["winning"]
-    manifest = tmp_path / "remote" / "manifest.toml"
-    manifest.parent.mkdir()
-    with FileServer() as server:
-        url = server.add("/winning-vanilla.json", (generated.dir / entry.file).read_bytes())
-        kinds = {
-            "winning": {"file": entry.file, "sha256": entry.sha256, "url": url, "request": entry.request},
-            "wpost": {"file": "wpost-vanilla.json", "request": generated.entries["wpost"].request},
-        }
-        manifest.write_text(tomli_w.dumps({"kinds": kinds}))
-        result = inner(
-            {"test_prove": PROVE_SOURCE},
-            "-k",
-            "winning or wpost",
-            f"--cuzk-manifest={manifest}",
-            f"--cuzk-data-dir={tmp_path / 'cache'}",
-            f"--cuzk-param-cache={shared_cache / 'ref-params-default'}",
-            "-rs",
-        )
-        assert server.count("/winning-vanilla.json") == 1
-    result.assert_outcomes(passed=1, skipped=1)
-    result.stderr.fnmatch_lines(["downloading winning-vanilla.json: *(100%)*"])
-    result.stdout.fnmatch_lines(
-        ["SKIPPED*wpost data wpost-vanilla.json (*manifest.toml [[]kinds.wpost[]]): *"]
-    )
-    assert (tmp_path / "cache" / "winning-vanilla.json").exists()
 
 
 def test_xdist_workers_with_a_fresh_cache_share_setup_and_proofs_verify(inner, tmp_path):

@@ -24,6 +24,7 @@ from pytest_cuzk.proto import pb, pb_grpc
 
 PAYLOAD_BYTES = 51_000_000  # a 32 GiB PoRep C1 wrapper JSON is ~51 MB
 TARGET_S = 0.100
+TOLERANCE = 1.5  # shared VMs swing; a regression past half again the target is real
 ROUNDS = 10
 
 
@@ -98,3 +99,4 @@ def test_submit_51mb_vanilla_proof(benchmark, addresses: dict[str, str], transpo
         f"{info['minor_faults_mean']:.0f} page faults (client + in-process server); "
         f"target < {info['target_ms']:.0f} ms: {'met' if info['within_target'] else 'MISSED'}"
     )
+    assert mean < TARGET_S * TOLERANCE, f"mean {mean * 1e3:.0f} ms is beyond the target with its tolerance"

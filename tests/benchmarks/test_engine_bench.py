@@ -110,3 +110,14 @@ def test_engine_throughput(
     }
     benchmark.extra_info.update(figures, preset=PRESET, mode=mode)
     FIGURES[(kind, mode)] = figures
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_pipelining_does_not_cost_throughput(kind: str) -> None:
+    """Runs after both modes of a kind: overlapping synthesis with proving must not be slower."""
+    pipelined, sequential = (FIGURES.get((kind, mode)) for mode in ("pipelined", "sequential"))
+    if pipelined is None or sequential is None:
+        pytest.fail(f"run test_engine_throughput[{kind}-pipelined] and [{kind}-sequential] with this test")
+    ratio = pipelined["proofs_per_min"] / sequential["proofs_per_min"]
+    print(f"\n{kind}: pipelined/sequential {ratio:.2f}x")
+    assert ratio > 0.95, f"pipelined {kind} is {ratio:.2f}x sequential"

@@ -132,5 +132,7 @@ def test_prover_figures(benchmark, name, data, tmp_path):
         }
         benchmark.extra_info.update(info)
         print(f"\n{name}: " + ", ".join(f"{k}={v}" for k, v in info.items()))
+        assert info["msm_share_of_prove"] > 0.8, "the prove stage should be nearly all native MSMs"
+        assert info["pce_speedup"] > 1.2, "the PCE path should build the assignment faster"
     finally:
         prover.close()

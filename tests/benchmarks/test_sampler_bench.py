@@ -18,6 +18,8 @@ import pytest
 from pytest_cuzk.memory import DaemonSampler, MemoryReport
 
 WINDOW_S = 1.0
+TARGET_PCT = {0.1: 2.0, 0.01: 10.0}  # of one core
+TOLERANCE = 1.5
 HOLD = "import sys; sys.stdin.read()"
 TREE = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {HOLD!r}]); {HOLD}"
 
@@ -53,3 +55,6 @@ def test_sampler_rate_and_cpu_cost(benchmark, daemon: subprocess.Popen[bytes], i
     benchmark.extra_info.update(figures)
     print(f"\n[sampler {interval_s * 1000:.0f} ms] {figures}")
     assert report.samples > 1 and report.sampler_cpu_s > 0
+    target = TARGET_PCT[interval_s]
+    why = f"{cpu_pct:.2f}% of a core; target {target}% (x{TOLERANCE} tolerance)"
+    assert cpu_pct < target * TOLERANCE, why

@@ -1,0 +1,56 @@
+"""In-process pytest runs against fake daemons: the plugin's own behaviour in a fraction of a second."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_cuzk.backends.choice import DaemonChoice
+from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
+from pytest_cuzk.backends.protocol import Mode
+
+
+class FakeChoice:
+    """Answers pytest_cuzk_make_backends with the given fake daemons."""
+
+    def __init__(self, daemons: tuple[FakeDaemon, ...], mode: Mode = "fake") -> None:
+        self.daemons = daemons
+        self.mode = mode
+
+    def pytest_cuzk_make_backends(self, config, settings, workspace) -> DaemonChoice:
+        return DaemonChoice(self.mode, "fake daemons of this test", self.daemons)
+
+
+FakeRun = Callable[..., tuple[pytest.RunResult, list[FakeDaemon]]]
+
+
+@pytest.fixture
+def fake_run(pytester: pytest.Pytester, tmp_path: Path) -> FakeRun:
+    """``fake_run(files, *args, labels=("local",), behaviour=..., die_after=..., plugins=...)``.
+
+    Writes the test files, runs pytest in this process against fake daemons (one per label)
+    and returns the result with the daemons, for a look at what happened to them.
+    """
+
+    def run(
+        files: dict[str, str],
+        *args: str,
+        labels: tuple[str, ...] = ("local",),
+        behaviour: dict[str, FakeBehaviour] | None = None,
+        die_after: int | None = None,
+        mode: Mode = "fake",
+        plugins: tuple[object, ...] = (),
+    ) -> tuple[pytest.RunResult, list[FakeDaemon]]:
+        if files:
+            pytester.makepyfile(**files)
+        daemons = tuple(
+            FakeDaemon(label, tmp_path / f"fake-{label}", behaviour, die_after) for label in labels
+        )
+        # importlib mode: an inner test_prove must not collide with the suite's module of that name
+        inner = ("-p", "no:cacheprovider", "--import-mode=importlib", *args)
+        result = pytester.runpytest(*inner, plugins=[FakeChoice(daemons, mode), *plugins])
+        return result, list(daemons)
+
+    return run

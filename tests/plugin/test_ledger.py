@@ -1,0 +1,48 @@
+"""The metric ledger: a daemon's counters over the run, across its restarts and across xdist workers."""
+
+from __future__ import annotations
+
+import json
+
+from pytest_cuzk.backends.fake import FakeDaemon
+from pytest_cuzk.client import ProvingClient
+from pytest_cuzk.ledger import MetricLedger
+from pytest_cuzk.settings import resolve_settings
+from pytest_cuzk.testdata import TestData
+from pytest_cuzk.wire.kinds import KINDS
+
+TOTAL = ("cuzk_proofs_completed_total", ())
+
+
+def _prove(daemon: FakeDaemon, data: TestData, n: int) -> None:
+    with ProvingClient(daemon.address) as client:
+        for _ in range(n):
+            assert client.prove(data.request(KINDS["winning"]), timeout_s=5).completed
+
+
+def test_counters_add_up_across_a_restart_and_a_worker(tmp_path, pytester):
+    daemon = FakeDaemon("local", tmp_path / "fake")
+    data = TestData(resolve_settings(pytester.parseconfig()), daemon.profile().manifest(), None)
+    ledger = MetricLedger()
+    try:
+        daemon.bring_up(1, [], lambda *_: None)
+        ledger.observe(daemon)
+        _prove(daemon, data, 2)
+        ledger.observe(daemon)
+        daemon.bring_up(2, [], lambda *_: None)  # a restart for another batch size: a new process
+        ledger.observe(daemon)
+        _prove(daemon, data, 3)
+        ledger.observe(daemon)
+    finally:
+        daemon.stop()
+    assert ledger.totals()["local"][TOTAL] == 5
+    controller = MetricLedger()
+    controller.merge_wire(json.loads(json.dumps(ledger.to_wire())))
+    controller.merge_wire(json.loads(json.dumps(ledger.to_wire())))
+    assert controller.totals()["local"][TOTAL] == 10
+
+
+def test_a_daemon_that_does_not_answer_is_left_for_next_time(tmp_path):
+    ledger = MetricLedger()
+    ledger.observe(FakeDaemon("local", tmp_path))  # never started: no address
+    assert ledger.totals() == {}

@@ -1,0 +1,99 @@
+"""Running a case against a fake daemon: every proof checked, and each way it can go wrong named."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
+from pytest_cuzk.cases import Case
+from pytest_cuzk.client import ProvingClient
+from pytest_cuzk.errors import DaemonExited
+from pytest_cuzk.runner import CaseResult, Runner, run_case
+from pytest_cuzk.settings import resolve_settings
+from pytest_cuzk.testdata import TestData
+from pytest_cuzk.wire.kinds import KINDS
+
+WINNING = KINDS["winning"]
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[FakeDaemon]:
+    fake = FakeDaemon("local", tmp_path / "fake")
+    yield fake
+    fake.stop()
+
+
+def _run(
+    daemon: FakeDaemon, pytester: pytest.Pytester, case: Case, proofs: int = 2, timeout_s: float = 5.0
+) -> CaseResult:
+    daemon.bring_up(case.batch_size, [case.kind], lambda *_: None)
+    data = TestData(resolve_settings(pytester.parseconfig()), daemon.profile().manifest(), None)
+    with ProvingClient(daemon.address) as client:
+        runner = Runner(
+            client=client,
+            make_request=lambda: data.request(case.kind),
+            proof_timeout_s=timeout_s,
+            alive=daemon.alive,
+            gone=daemon.gone,
+            death_message=daemon.death_message,
+            verify=daemon.profile().verifier(case.kind),
+        )
+        return run_case(case, runner, proofs, benchmark=None)
+
+
+def test_every_proof_is_checked_verified_and_timed(daemon, pytester):
+    result = _run(daemon, pytester, Case("local", KINDS["porep"], 2, 2), proofs=8)
+    assert len(result.ok) == 8 and not result.failed, "two waves of batch 2 x concurrency 2"
+    assert all(p.proof_len == KINDS["porep"].proof_len for p in result.ok)
+    assert len({p.job_id for p in result.proofs}) == 8, "every request has its own id (cuzk caches by id)"
+    figures = result.figures("test_x")
+    assert (figures.proofs_ok, figures.proofs_failed, figures.batch_size) == (8, 0, 2)
+    assert figures.throughput_proofs_per_hour > 0 and figures.latency_p50_s is not None
+
+
+def test_a_proof_that_does_not_verify_fails_with_the_reason(daemon, pytester):
+    daemon.behaviour["winning"] = FakeBehaviour(wrong_proof=True)
+    result = _run(daemon, pytester, Case("local", WINNING, 1, 1))
+    assert not result.ok
+    assert all(p.error == "proof does not verify against the reference verifying key" for p in result.failed)
+
+
+def test_a_malformed_proof_names_its_length(daemon, pytester):
+    daemon.behaviour["winning"] = FakeBehaviour(malformed=True)
+    result = _run(daemon, pytester, Case("local", WINNING, 1, 1), proofs=1)
+    (failed,) = result.failed
+    assert failed.error == (
+        "invalid proof structure: malformed proof: winning proof is 191 bytes, expected 192 "
+        "(1 partitions x 192 bytes)"
+    )
+
+
+def test_a_failed_job_carries_the_daemons_message(daemon, pytester):
+    daemon.behaviour["winning"] = FakeBehaviour(fail="synthesis failed: randomness must be exactly 32 bytes")
+    result = _run(daemon, pytester, Case("local", WINNING, 1, 1), proofs=1)
+    assert [p.error for p in result.failed] == [
+        "FAILED: synthesis failed: randomness must be exactly 32 bytes"
+    ]
+
+
+def test_a_hung_proof_times_out_on_the_client_and_is_named(daemon, pytester):
+    daemon.behaviour["winning"] = FakeBehaviour(hang=True)
+    result = _run(daemon, pytester, Case("local", WINNING, 1, 1), proofs=1, timeout_s=0.5)
+    (record,) = result.proofs
+    assert record.timed_out and not record.ok
+    assert 0.5 <= record.wall_s < 2.0, "bounded by the client: the proof timeout plus a small margin"
+    assert record.error.startswith(f"winning proof {record.job_id} timed out after {record.wall_s:.1f}s")
+    assert "the daemon could not cancel it (cuzk cannot)" in record.error
+
+
+def test_a_daemon_that_dies_mid_wave_is_reported_as_a_death(daemon, pytester):
+    daemon.die_after = 1
+    daemon.behaviour["winning"] = FakeBehaviour(delay_s=0.05)
+    with pytest.raises(
+        DaemonExited,
+        match=r"daemon died during a winning proof: fake daemon stopped after \d+ proofs \(die_after=1\)",
+    ):
+        _run(daemon, pytester, Case("local", WINNING, 1, 4), proofs=8)

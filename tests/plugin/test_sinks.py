@@ -1,0 +1,90 @@
+"""What a finished case feeds: extra_info through the hook pair, user sinks, the summary, the database."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import PROVE_SOURCE
+
+from pytest_cuzk.figures import Figures
+from pytest_cuzk.results import ResultsDB
+
+WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
+
+
+class Sink:
+    """A user's plugin: shapes extra_info and collects every finished case."""
+
+    def __init__(self) -> None:
+        self.cases: list[tuple[str, Figures]] = []
+
+    def pytest_cuzk_update_extra_info(self, item, figures, extra_info):
+        extra_info["rack"] = "r7"
+
+    def pytest_cuzk_case_finished(self, item, case, figures, result):
+        self.cases.append((item.nodeid, figures))
+
+
+def test_extra_info_is_the_figures_plus_what_hooks_add(fake_run, tmp_path):
+    out = tmp_path / "bench.json"
+    sink = Sink()
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, f"--benchmark-json={out}", plugins=(sink,))
+    result.assert_outcomes(passed=1)
+    (bench,) = json.loads(out.read_text())["benchmarks"]
+    info = bench["extra_info"]
+    assert info.pop("rack") == "r7"
+    ((nodeid, figures),) = sink.cases
+    assert nodeid.endswith("test_prove[winning-batch1-j1]")
+    assert Figures.from_dict(info) == figures, "extra_info is the case's one figures record"
+    assert (figures.proofs_ok, figures.proofs_failed) == (2, 0)
+    assert bench["stats"]["rounds"] == 2, "one pedantic round per wave of one proof"
+
+
+def test_a_generate_hook_replaces_the_extra_info(fake_run, tmp_path):
+    class Own:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_cuzk_generate_extra_info(self, item, figures):
+            return {"only": figures.kind}
+
+    out = tmp_path / "bench.json"
+    fake_run({"test_prove": PROVE_SOURCE}, *WINNING, f"--benchmark-json={out}", plugins=(Own(),))
+    assert json.loads(out.read_text())["benchmarks"][0]["extra_info"] == {"only": "winning"}
+
+
+def test_summary_has_a_row_per_case_cold_starts_and_counter_deltas(fake_run):
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, "-k", "winning or wpost", "--cuzk-batch-sizes=1")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*cuzk proving summary*",
+            "test * kind * batch * j * ok * failed * p50 s * max s * proofs/h * RSS peak * VRAM peak",
+            "test_prove[[]wpost-batch1-j1[]] * wpost * 1 * 1 * 2 * 0 *",
+            "test_prove[[]winning-batch1-j1[]] * winning * 1 * 1 * 2 * 0 *",
+            "cold start [[]local batch 1[]]: *",
+            "daemon metrics over the run [[]local[]]:",
+            '  cuzk_proofs_completed{proof_kind="window_post"}: +3',  # the warm-up proof and the case's two
+        ]
+    )
+
+
+def test_the_results_database_gets_one_row_per_case(fake_run, tmp_path):
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, "-k", "winning or wpost", f"--cuzk-results-db={url}")
+    result.assert_outcomes(passed=2)
+    with ResultsDB(url) as db:
+        rows = db.rows()
+        assert sorted(r.test.kind for r in rows) == ["winning", "wpost"]
+        assert all(r.test.proofs_ok == 2 and r.run.daemon_build == "fake daemon" for r in rows)
+        assert len({r.run.run_id for r in rows}) == 1
+        assert db.run_finished_at(rows[0].run.run_id) is not None, "a run that ended is marked finished"
+
+
+def test_a_failing_sink_does_not_stop_the_gates_or_the_summary(fake_run):
+    class Broken:
+        def pytest_cuzk_case_finished(self, item, case, figures, result):
+            raise RuntimeError("dashboard down")
+
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, plugins=(Broken(),))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*RuntimeError: dashboard down*", "*cuzk proving summary*"])

@@ -1,0 +1,33 @@
+"""Under pytest-xdist every worker's figures and counters reach the one summary on the controller."""
+
+from __future__ import annotations
+
+import re
+
+from support import PROVE_SOURCE
+
+FAKE_PER_WORKER = """
+import os
+from pytest_cuzk.backends.choice import DaemonChoice
+from pytest_cuzk.backends.fake import FakeDaemon
+
+def pytest_cuzk_make_backends(config, settings, workspace):
+    daemon = FakeDaemon("local", workspace.subdir(os.environ.get("PYTEST_XDIST_WORKER", "master")))
+    return DaemonChoice("fake", "one fake daemon per worker", (daemon,))
+"""
+
+
+def test_workers_figures_and_counters_reach_one_summary(pytester, monkeypatch):
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeconftest(FAKE_PER_WORKER)
+    pytester.makepyfile(test_a=PROVE_SOURCE, test_b=PROVE_SOURCE)
+    args = ("-n", "2", "--dist", "loadfile", "-k", "winning or wpost", "--cuzk-batch-sizes=1")
+    result = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider", timeout=120)
+    result.assert_outcomes(passed=4)
+    out = result.stdout.str()
+    summary = out[out.index("cuzk proving summary") :]
+    assert len(re.findall(r"^test_prove\[(winning|wpost)-batch1-j1\] ", summary, re.M)) == 4
+    # 2 workers x (2 kinds x (1 warm-up + 2 proofs per case) x 2 files / 2 workers)
+    assert re.search(r"^  cuzk_proofs_completed_total: \+12$", summary, re.M), summary
+    assert summary.count("cold start [local batch 1]") == 2, "one cold start per worker's daemon"
