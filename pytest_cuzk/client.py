@@ -16,6 +16,7 @@ import functools
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import TypeVar
 
 import grpc
 from prometheus_client.parser import text_string_to_metric_families
@@ -42,6 +43,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 AWAIT_MARGIN_S = 0.5  # extra gRPC deadline so a daemon that honours timeout_ms answers TIMEOUT itself
 _STATUS = pb.AwaitProofResponse.Status
+_Answer = TypeVar("_Answer")
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ class ProvingClient:
         if parsed.is_local:
             options.append(("grpc.enable_http_proxy", 0))
         self.channel = grpc.insecure_channel(self.target, options=options)
-        self.stub = pb_grpc.ProvingEngineStub(self.channel)
+        self.stub = pb_grpc.ProvingEngineStub(self.channel)  # type: ignore[no-untyped-call]
 
     def __enter__(self) -> ProvingClient:
         return self
@@ -225,53 +227,67 @@ class ProvingClient:
     def __repr__(self) -> str:
         return f"ProvingClient({self.address!r})"
 
-    def _call(self, rpc: str, request: object, timeout: float | None) -> object:
+    def _call(self, rpc: str, request: object, answer: type[_Answer], timeout: float | None) -> _Answer:
+        """One unary call through the one error-mapping boundary; ``answer`` is the response type."""
         with map_grpc_errors(self.address, rpc):
-            return getattr(self.stub, rpc)(
+            response = getattr(self.stub, rpc)(
                 request, timeout=self.default_timeout if timeout is None else timeout
             )
+        assert isinstance(response, answer), f"{rpc} answered {type(response).__name__}"
+        return response
 
     def submit(self, request: pb.SubmitProofRequest, *, timeout: float | None = None) -> SubmitResult:
         """Enqueue a proof; returns at once with the job id (= request_id, or a fresh UUID)."""
-        resp = self._call("SubmitProof", request, timeout)
+        resp = self._call("SubmitProof", request, pb.SubmitProofResponse, timeout)
         return SubmitResult(resp.job_id, resp.queue_position, resp.assigned_gpu, resp)
 
     def await_proof(self, job_id: str, timeout_s: float) -> ProofResult:
         """Wait for a job at most ``timeout_s`` (+ AWAIT_MARGIN_S), whatever the daemon does with it."""
         request = pb.AwaitProofRequest(job_id=job_id, timeout_ms=max(1, round(timeout_s * 1000)))
-        resp, wall = self._bounded("AwaitProof", request, job_id, timeout_s, timeout_s + AWAIT_MARGIN_S)
+        bound = timeout_s + AWAIT_MARGIN_S
+        resp, wall = self._bounded("AwaitProof", request, pb.AwaitProofResponse, job_id, timeout_s, bound)
         if resp.status == _STATUS.TIMEOUT:
             raise ProofTimeout(job_id, wall, timeout_s, self.address)
         return ProofResult.from_pb(resp, wall, self.address)
 
     def prove(self, request: pb.SubmitProofRequest, timeout_s: float) -> ProofResult:
         """Submit and wait in one call (cuzk reports job_id "" here when request_id was empty)."""
-        resp, wall = self._bounded(
-            "Prove", pb.ProveRequest(submit=request), request.request_id, timeout_s, timeout_s
-        )
+        prove = pb.ProveRequest(submit=request)
+        resp, wall = self._bounded("Prove", prove, pb.ProveResponse, request.request_id, timeout_s, timeout_s)
         return ProofResult.from_pb(resp.result, wall, self.address)
 
     def _bounded(
-        self, rpc: str, request: object, job_id: str, timeout_s: float, deadline_s: float
-    ) -> tuple[object, float]:
+        self,
+        rpc: str,
+        request: object,
+        answer: type[_Answer],
+        job_id: str,
+        timeout_s: float,
+        deadline_s: float,
+    ) -> tuple[_Answer, float]:
         """Call with a deadline; a passed deadline becomes ProofTimeout naming the job and the time waited."""
         start = time.perf_counter()
         try:
-            resp = self._call(rpc, request, deadline_s)
+            resp = self._call(rpc, request, answer, deadline_s)
         except DeadlineExceeded as exc:
             raise ProofTimeout(job_id, time.perf_counter() - start, timeout_s, self.address) from exc
         return resp, time.perf_counter() - start
 
     def cancel(self, job_id: str, *, timeout: float | None = None) -> bool:
         """Ask to cancel a job; returns was_running (cuzk: always False, the job keeps running)."""
-        return self._call("CancelProof", pb.CancelProofRequest(job_id=job_id), timeout).was_running
+        resp = self._call(
+            "CancelProof", pb.CancelProofRequest(job_id=job_id), pb.CancelProofResponse, timeout
+        )
+        return bool(resp.was_running)
 
     def status(self, *, timeout: float | None = None) -> pb.GetStatusResponse:
-        return self._call("GetStatus", pb.GetStatusRequest(), timeout)
+        return self._call("GetStatus", pb.GetStatusRequest(), pb.GetStatusResponse, timeout)
 
     def metrics(self, *, timeout: float | None = None) -> str:
         """Return the daemon's Prometheus text verbatim."""
-        return self._call("GetMetrics", pb.GetMetricsRequest(), timeout).prometheus_text
+        return str(
+            self._call("GetMetrics", pb.GetMetricsRequest(), pb.GetMetricsResponse, timeout).prometheus_text
+        )
 
     def metric_samples(self, *, timeout: float | None = None) -> MetricSet:
         return parse_metrics(self.metrics(timeout=timeout))
@@ -279,11 +295,12 @@ class ProvingClient:
     def preload_srs(self, circuit_id: str, timeout_s: float = 900.0) -> PreloadResult:
         """Load a circuit's SRS (blocking; a 32 GiB PoRep SRS takes minutes from a cold disk)."""
         start = time.perf_counter()
-        resp = self._call("PreloadSRS", pb.PreloadSrsRequest(circuit_id=circuit_id), timeout_s)
+        req = pb.PreloadSrsRequest(circuit_id=circuit_id)
+        resp = self._call("PreloadSRS", req, pb.PreloadSrsResponse, timeout_s)
         return PreloadResult(resp.already_loaded, resp.load_time_ms, time.perf_counter() - start)
 
     def evict_srs(self, circuit_id: str, *, timeout: float | None = None) -> EvictResult:
-        resp = self._call("EvictSRS", pb.EvictSrsRequest(circuit_id=circuit_id), timeout)
+        resp = self._call("EvictSRS", pb.EvictSrsRequest(circuit_id=circuit_id), pb.EvictSrsResponse, timeout)
         return EvictResult(resp.was_loaded, resp.freed_bytes)
 
     def wait_ready(

@@ -146,8 +146,9 @@ class DataStore:
         """Return the file's sha256, hashing it only when its size or mtime changed since last time."""
         sidecar, stamp = self._stamp(path)
         record = _read_json(sidecar) or {}
-        if {k: record.get(k) for k in stamp} == stamp and isinstance(record.get("sha256"), str):
-            return record["sha256"]
+        known = record.get("sha256")
+        if {k: record.get(k) for k in stamp} == stamp and isinstance(known, str):
+            return known
         sha = file_sha256(path)
         _write_json(sidecar, {**stamp, "sha256": sha})
         return sha
@@ -155,8 +156,9 @@ class DataStore:
     def _stamp(self, path: Path) -> tuple[Path, dict[str, Any]]:
         """Return a file's verification sidecar and the (path, size, mtime_ns) its hash holds for."""
         st = path.stat()
-        stamp = {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-        name = hashlib.sha256(stamp["path"].encode()).hexdigest()[:32]
+        resolved = str(path.resolve())
+        stamp = {"path": resolved, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        name = hashlib.sha256(resolved.encode()).hexdigest()[:32]
         return self.cache_dir / ".verified" / f"{name}.json", stamp
 
     def _pin(self, path: Path, entry: DataEntry, manifest: Manifest, sha: str) -> None:
@@ -273,7 +275,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return value if isinstance(value, Mapping) else None
+    return dict(value) if isinstance(value, Mapping) else None
 
 
 def _write_json(path: Path, value: Mapping[str, Any]) -> None:

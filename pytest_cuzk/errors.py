@@ -24,6 +24,8 @@ do. The tree::
     ├── ManifestError             a data manifest that cannot be used (names file, key and fix)
     └── ReadinessError            a readiness stage failed (warm-up proof, PCE file)
 
+    CuzkWarning (a PytestWarning) what could not be checked or measured, said without failing
+
 ``pytest_cuzk.outcome`` turns any of them into the test's pytest outcome.
 """
 
@@ -33,12 +35,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import grpc
+import pytest
 
 __all__ = [
     "ERROR_CLASSES",
     "GENERIC_CODES",
     "Cancelled",
     "CuzkError",
+    "CuzkWarning",
     "DaemonExited",
     "DaemonUnavailable",
     "DataUnavailable",
@@ -208,6 +212,10 @@ class ManifestError(CuzkError, ValueError):
 
 class ReadinessError(CuzkError):
     """A readiness stage failed: the warm-up proof did not complete, or its PCE file never appeared."""
+
+
+class CuzkWarning(pytest.PytestWarning):
+    """Something pytest-cuzk could not check or measure, said without failing the test."""
 
 
 ERROR_CLASSES: dict[grpc.StatusCode, type[RpcError]] = {

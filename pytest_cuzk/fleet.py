@@ -16,7 +16,7 @@ from xdist.scheduler import LoadScopeScheduling
 __all__ = ["DaemonScheduling"]
 
 
-class DaemonScheduling(LoadScopeScheduling):
+class DaemonScheduling(LoadScopeScheduling):  # type: ignore[misc]  # xdist publishes no types
     """Schedule each daemon's tests as one unit of work; other tests keep their own scope.
 
     With a single daemon every test is one unit: workers must not share it.

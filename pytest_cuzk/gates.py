@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import CuzkError
+from .errors import CuzkError, CuzkWarning
 from .figures import METRICS, Figures, regression
 from .settings import Settings
 from .wire.units import format_bytes
@@ -24,11 +24,7 @@ if TYPE_CHECKING:
     from .cases import Case
     from .runner import CaseResult
 
-__all__ = ["CuzkWarning", "Gates", "check_gates", "load_baseline"]
-
-
-class CuzkWarning(pytest.PytestWarning):
-    """Something pytest-cuzk could not check or measure, said without failing the test."""
+__all__ = ["Gates", "check_gates", "load_baseline"]
 
 
 def load_baseline(path: Path) -> dict[str, dict[str, Any]]:

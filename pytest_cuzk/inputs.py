@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .proto import pb
 from .wire.kinds import SECTOR_SIZE_32G, ProofKindInfo
@@ -38,7 +38,7 @@ def build_request(
     """
     req = pb.SubmitProofRequest(
         request_id=request_id,
-        proof_kind=kind.proof_kind,
+        proof_kind=cast("pb.ProofKind", kind.proof_kind),
         sector_size=SECTOR_SIZE_32G,
         registered_proof=kind.registered_proof,
     )

@@ -80,7 +80,7 @@ def _vram_panel(ax: Axes, report: MemoryReport) -> None:
 
 def _headroom(ax: Axes) -> None:
     """Start at zero and leave room above the highest line, so a flat line is not hidden by the frame."""
-    top = max((max(line.get_ydata(), default=0) for line in ax.get_lines()), default=0)
+    top = max((float(max(line.get_ydata(), default=0)) for line in ax.get_lines()), default=0.0)  # type: ignore[arg-type,type-var]
     ax.set_ylim(0, max(float(top) * 1.15, 1.0))
 
 

@@ -34,6 +34,3 @@ class ProgressLine:
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
-
-
-Progress = Callable[[str, int, "int | None"], None]

@@ -13,6 +13,7 @@ never outputs it, and it is what zeroed buffers look like.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from py_arkworks_bls12381 import G1Point, G2Point
 
@@ -74,10 +75,10 @@ def _partition_count(length: int, kind: ProofKindInfo | None, partitions: int | 
 
 def _decode_partition(chunk: bytes, partition: int) -> Groth16Points:
     a, b, c = (_decode_point(chunk[off : off + n], group, partition, name) for name, off, n, group in _LAYOUT)
-    return Groth16Points(partition=partition, a=a, b=b, c=c)
+    return Groth16Points(partition=partition, a=a, b=b, c=c)  # A and C in G1, B in G2, by _LAYOUT
 
 
-def _decode_point(data: bytes, group: type, partition: int, name: str) -> G1Point | G2Point:
+def _decode_point(data: bytes, group: Any, partition: int, name: str) -> Any:
     if not data[0] & _COMPRESSED:
         raise ProofStructureError("not a compressed point (flag bit 0x80 clear)", partition, name)
     if data[0] & _INFINITY:
@@ -88,7 +89,7 @@ def _decode_point(data: bytes, group: type, partition: int, name: str) -> G1Poin
         raise ProofStructureError(_why_invalid(data, group), partition, name) from None
 
 
-def _why_invalid(data: bytes, group: type) -> str:
+def _why_invalid(data: bytes, group: Any) -> str:
     """Tell an off-curve encoding from an on-curve point outside the prime-order subgroup."""
     curve = "G1" if group is G1Point else "G2"
     try:

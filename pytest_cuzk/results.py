@@ -17,6 +17,7 @@ ordinary transactions, and an advisory lock around schema creation and migration
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import sys
@@ -83,7 +84,7 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
     """Build the tables as they were at ``version``; a column tagged ``since`` appeared then."""
     md = sa.MetaData()
     sa.Table("schema_version", md, sa.Column("version", sa.Integer, nullable=False))
-    cols = [
+    cols: list[sa.Column[Any]] = [
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.run_id"), nullable=False, index=True),
         sa.Column("nodeid", sa.Text, nullable=False),
@@ -126,7 +127,7 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
         sa.Column("preset", sa.Text),
         sa.Column("extra", sa.JSON),
     )
-    sa.Table("tests", md, *(c for c in cols if c.info.get("since", 1) <= version))
+    sa.Table("tests", md, *[c for c in cols if c.info.get("since", 1) <= version])
     return md
 
 
@@ -230,8 +231,8 @@ def _utc(value: dt.datetime | None) -> dt.datetime | None:
     return value
 
 
-def _pick(row: sa.RowMapping, table: str, cls: type) -> dict[str, Any]:
-    names = {f.name for f in cls.__dataclass_fields__.values()}
+def _pick(row: sa.RowMapping, table: str, cls: type[Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
     return {
         k[len(table) + 1 :]: v
         for k, v in row.items()
@@ -266,7 +267,7 @@ class ResultsDB:
         """Store the run and its host (first writer of a fingerprint wins); returns the run id."""
         with self.engine.begin() as conn:
             insert = _INSERT[conn.dialect.name]
-            conn.execute(insert(self._hosts).values(**asdict(run.host)).on_conflict_do_nothing())
+            conn.execute(insert(self._hosts).values(**asdict(run.host)).on_conflict_do_nothing())  # type: ignore[attr-defined]
             values = {k: v for k, v in asdict(run).items() if k != "host"}
             conn.execute(self._runs.insert().values(host_fingerprint=run.host.fingerprint, **values))
         return run.run_id
@@ -332,4 +333,4 @@ class ResultsDB:
         first = sa.func.min(r.c.started_at)
         q = sa.select(r.c.daemon_build, first, sa.func.count()).group_by(r.c.daemon_build).order_by(first)
         with self.engine.connect() as conn:
-            return [(b, _utc(t), n) for b, t, n in conn.execute(q)]
+            return [(b, _utc(t) or t, n) for b, t, n in conn.execute(q)]

@@ -204,10 +204,10 @@ class CuzkSession:
         if report.when != "call":
             return
         for name, value in report.user_properties:
-            if name == "cuzk_figures":
-                self.rows.append(Figures.from_dict(value))  # type: ignore[arg-type]
-            elif name == "cuzk_cold":
-                self.colds[value["key"]] = value  # type: ignore[index]
+            if name == "cuzk_figures" and isinstance(value, dict):
+                self.rows.append(Figures.from_dict(value))
+            elif name == "cuzk_cold" and isinstance(value, dict):
+                self.colds[value["key"]] = value
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """A worker hands its counter totals to the controller."""

@@ -267,7 +267,7 @@ def _pairs(values: Any, where: str, what: str) -> dict[str, str]:
 
 
 def _address(addr: str, where: str, hint: str) -> None:
-    from .client import parse_address
+    from .wire.addresses import parse_address
 
     try:
         parse_address(addr)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..client import ProvingClient
 from ..errors import CuzkError, DaemonExited
-from ..results import HostRecord
+from ..records import HostRecord
 from ..wire.addresses import is_local
 from ..wire.kinds import ProofKindInfo
 from .profiles import CuzkProfile

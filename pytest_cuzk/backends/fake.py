@@ -240,7 +240,7 @@ class FakeDaemon:
             return
         self.stop()
         server = grpc.server(futures.ThreadPoolExecutor(32, thread_name_prefix="fake-daemon"))
-        pb_grpc.add_ProvingEngineServicer_to_server(_Engine(self), server)
+        pb_grpc.add_ProvingEngineServicer_to_server(_Engine(self), server)  # type: ignore[no-untyped-call]
         self.workdir.mkdir(parents=True, exist_ok=True)
         server.add_insecure_port(f"unix:{self.workdir / 'fake.sock'}")
         server.start()

@@ -21,7 +21,7 @@ from ..wire.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
     from ..proto import pb
-    from ..results import HostRecord
+    from ..records import HostRecord
 
 __all__ = [
     "BackendState",
@@ -91,8 +91,11 @@ class PceRule:
 class DaemonLog(Protocol):
     """A spawned daemon's log, for the lines a failing test gets."""
 
-    log_path: Path
-    config_path: Path
+    @property
+    def log_path(self) -> Path: ...
+
+    @property
+    def config_path(self) -> Path: ...
 
     def log_size(self) -> int: ...
 

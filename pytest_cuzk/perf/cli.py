@@ -117,4 +117,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cuzk-perf: cannot open the results database {args.db or '(default)'}: {exc}", file=sys.stderr)
         return 2
     with db:
-        return args.func(db, args)
+        return int(args.func(db, args))

@@ -38,9 +38,11 @@ def compare_rows(
         group(x, lambda r: (r.test.kind, r.test.batch_size, r.test.concurrency, r.run.host.fingerprint))
         for x in (a, b)
     )
-    out, failures = [], []
+    out: list[list[str]] = []
+    failures: list[str] = []
     for key in sorted(ga.keys() & gb.keys()):
-        kind, batch, j, host = (*key[:3], labels(ga[key] + gb[key]))
+        kind, batch, j, _ = key
+        host = labels(ga[key] + gb[key])
         for name, m in METRICS.items():
             va, vb = values(ga[key], name), values(gb[key], name)
             if not va or not vb:

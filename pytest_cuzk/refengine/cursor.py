@@ -17,7 +17,8 @@ class Cursor(Generic[B]):
     """Reads ``raw`` front to back; ``truncated(what, n)`` builds the error for a short read."""
 
     def __init__(self, raw: B) -> None:
-        self.raw, self.pos = raw, 0
+        self.raw: B = raw
+        self.pos = 0
 
     def truncated(self, what: str, n: int) -> Exception:
         """The error for reading ``n`` bytes of ``what`` past the end (each format words its own)."""

@@ -1,73 +1,34 @@
-"""The reference engine's scheduler: a priority queue, batching, and a synthesis → prove pipeline.
+"""The reference engine: a dispatcher, synthesis workers and the prove worker around one prover.
 
-Jobs wait in a heap (higher priority first, FIFO within a priority). A dispatcher hands
-them, one job or one batch at a time, to synthesis workers as soon as one is free; a
+Jobs wait in the ``JobQueue`` (``scheduler``). The dispatcher hands them, one job or one
+batch at a time, to synthesis workers as soon as one is free; a
 synthesised job goes to the prove worker, so that the Python (GIL-bound) synthesis of the
 next proof overlaps the MSMs (which release the GIL) of the current one. With
 ``pipeline.enabled = false`` each job is synthesised and proved before the next starts.
 
-Results are kept in memory keyed by job id, like cuzk: AwaitProof on an id whose earlier
-run finished returns that stored result at once, even while a resubmission with the same
-id runs again; a second Submit with an id that is still queued or running joins that job.
+Jobs and their results live in a ``JobStore`` (``jobs``), which shares the engine's lock.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 import queue
 import threading
 import time
-import uuid
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..proto import pb
-from ..wire.kinds import ProofKindInfo, by_enum
+from ..wire.kinds import by_enum
 from . import faults
 from .config import RefConfig
-from .prover import JobInputError, ParsedJob, RefProver, Synthesized
+from .jobs import QUEUED, Job, JobStore, Work
+from .prover import JobInputError, RefProver
+from .scheduler import SHUTDOWN_MESSAGE, JobQueue
 
-__all__ = ["SHUTDOWN_MESSAGE", "Engine", "Job"]
+__all__ = ["SHUTDOWN_MESSAGE", "Engine"]
 
 log = logging.getLogger("cuzk_ref.engine")
-QUEUED, RUNNING, DONE = "queued", "running", "done"
-SHUTDOWN_MESSAGE = "daemon shutting down"
-_HONOURED_PRIORITIES = (pb.LOW, pb.HIGH, pb.CRITICAL)
-_KEEP_FINISHED_S = 30.0
 Status = pb.AwaitProofResponse
-
-
-@dataclass(eq=False)
-class Job:
-    """One submitted proof, from the queue to its stored result."""
-
-    job_id: str
-    kind: ProofKindInfo
-    request: pb.SubmitProofRequest
-    priority: int
-    seq: int
-    submitted: float = field(default_factory=time.monotonic)
-    state: str = QUEUED
-    started: float = 0.0
-    finished: float = 0.0
-    proof_no: int = 0
-    parsed: ParsedJob | None = None
-    parts: list[dict[str, Any]] = field(default_factory=list)  # per-partition progress for /status
-    result: pb.AwaitProofResponse | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass(eq=False)
-class Work:
-    """One pass through synthesis and prove: a single job, or a batch of same-kind jobs."""
-
-    jobs: list[Job]
-    srs_s: float = 0.0
-    synth_s: float = 0.0
-    parts: list[Synthesized] = field(default_factory=list)
-    owners: list[Job] = field(default_factory=list)  # the job each entry of ``parts`` belongs to
 
 
 class Engine:
@@ -78,20 +39,12 @@ class Engine:
         self.prover = prover
         self.started_at = time.monotonic()
         self._lock = threading.Condition()
-        self._heap: list[tuple[int, int, Job]] = []
-        self._active: dict[str, Job] = {}
-        self._results: dict[str, pb.AwaitProofResponse] = {}
-        self._recent: deque[Job] = deque()
-        self.completed: dict[str, int] = {}
-        self.failed: dict[str, int] = {}
-        self.durations: deque[tuple[str, float]] = deque(maxlen=1000)
+        self.store = JobStore(self._lock)
+        self.queue = JobQueue(config, self.store)
         self.pce_resident: set[str] = set()
         self.srs_last_used: dict[str, float] = {}
         self.proving: Job | None = None
         self.synth_active = 0
-        self._seq = 0
-        self._proofs_started = 0
-        self._stopping = False
         concurrency = config.synthesis_concurrency if config.pipeline_enabled else 1
         self._slots = threading.Semaphore(concurrency)
         self._synth_q: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
@@ -128,43 +81,11 @@ class Engine:
             kind = by_enum(req.proof_kind)
         except KeyError:
             raise ValueError(f"invalid proof_kind: {req.proof_kind}") from None
-        with self._lock:
-            existing = self._active.get(req.request_id)
-            if existing is not None:
-                return existing, 0
-            if self._stopping:
-                raise RuntimeError(SHUTDOWN_MESSAGE)
-            self._seq += 1
-            job = Job(
-                req.request_id or str(uuid.uuid4()), kind, req, self._priority(kind, req.priority), self._seq
-            )
-            position = sum(1 for _, _, j in self._heap if j.state == QUEUED)
-            heapq.heappush(self._heap, (-job.priority, job.seq, job))
-            self._active[job.job_id] = job
-            self._lock.notify_all()
-        log.info(
-            "job %s queued (%s, priority %d, position %d)",
-            job.job_id,
-            kind.status_name,
-            job.priority,
-            position,
-        )
-        return job, position
-
-    @staticmethod
-    def _priority(kind: ProofKindInfo, requested: int) -> int:
-        if requested == pb.PRIORITY_UNSPECIFIED:
-            return kind.default_priority
-        return requested if requested in _HONOURED_PRIORITIES else pb.NORMAL
+        return self.queue.push(req, kind)
 
     def lookup(self, job_id: str) -> pb.AwaitProofResponse | Job:
-        """The stored result for ``job_id`` (checked first, like cuzk), else its queued or running job."""
-        with self._lock:
-            found = self._results.get(job_id)
-            found = self._active.get(job_id) if found is None else found
-        if found is None:
-            raise KeyError(f"job not found: {job_id}")
-        return found
+        """The stored result for ``job_id``, else its queued or running job (KeyError: unknown)."""
+        return self.store.lookup(job_id)
 
     def wait(self, job: Job, timeout_s: float | None) -> pb.AwaitProofResponse:
         """Wait for this very job (Prove uses it, so a re-used id gets its own new result)."""
@@ -175,7 +96,7 @@ class Engine:
     def cancel(self, job_id: str) -> bool:
         """Cancel a queued job; returns was_running (a running job is left to finish)."""
         with self._lock:
-            job = self._active.get(job_id)
+            job = self.store.active.get(job_id)
             if job is None or job.state != QUEUED:
                 return job is not None
             self._finish(job, pb.AwaitProofResponse(job_id=job_id, status=Status.CANCELLED))
@@ -193,9 +114,9 @@ class Engine:
 
     def shutdown(self) -> None:
         """Stop taking work and cancel queued jobs; a proof being proved is not waited for."""
+        self.queue.stop()
         with self._lock:
-            self._stopping = True
-            queued = [j for j in self._active.values() if j.state == QUEUED]
+            queued = self.store.queued()
             log.info("cancelling %d queued job(s) at shutdown", len(queued))
             for job in queued:
                 self._finish(
@@ -213,24 +134,15 @@ class Engine:
 
     def jobs(self) -> list[Job]:
         """Queued and running jobs, plus jobs that finished in the last 30 s (like cuzk's tracker)."""
-        with self._lock:
-            self._forget_old()
-            return [*self._active.values(), *self._recent]
-
-    def _forget_old(self) -> None:
-        now = time.monotonic()
-        while self._recent and now - self._recent[0].finished > _KEEP_FINISHED_S:
-            self._recent.popleft()
+        return self.store.jobs()
 
     def counts(self) -> tuple[dict[str, int], dict[str, int], list[tuple[str, float]]]:
         """Copies of completed and failed counts per kind and the last 1000 (kind, seconds)."""
-        with self._lock:
-            return dict(self.completed), dict(self.failed), list(self.durations)
+        return self.store.counts()
 
     def queue_depth(self) -> int:
         """Jobs waiting for a synthesis worker (cuzk's scheduler heap length)."""
-        with self._lock:
-            return sum(1 for j in self._active.values() if j.state == QUEUED)
+        return len(self.store.queued())
 
     def uptime_s(self) -> float:
         """Seconds since the engine was created."""
@@ -241,58 +153,10 @@ class Engine:
     def _dispatch_loop(self) -> None:
         while True:
             self._slots.acquire()  # wait for a free synthesis worker: jobs stay in the heap until then
-            work = self._next_work()
+            work = self.queue.next_work()
             if work is None:
                 return
             self._synth_q.put(work)
-
-    def _head(self) -> Job | None:
-        """The highest-priority queued job, dropping cancelled entries. Lock held."""
-        while self._heap and self._heap[0][2].state != QUEUED:
-            heapq.heappop(self._heap)
-        return self._heap[0][2] if self._heap else None
-
-    def _next_work(self) -> Work | None:
-        with self._lock:
-            while True:
-                if self._stopping:
-                    return None
-                first = self._head()
-                if first is None:
-                    self._lock.wait()
-                    continue
-                heapq.heappop(self._heap)
-                batching = first.kind.batchable and self.config.max_batch_size > 1
-                batch = [j for j in (self._collect(first) if batching else [first]) if j.state == QUEUED]
-                if batch and not self._stopping:
-                    return self._begin(batch)
-
-    def _collect(self, first: Job) -> list[Job]:
-        """Gather same-kind jobs until the batch is full, the wait is over, or another kind waits."""
-        batch = [first]
-        deadline = time.monotonic() + self.config.max_batch_wait_ms / 1000
-        while len(batch) < self.config.max_batch_size and not self._stopping:
-            head = self._head()
-            if head is not None and head.kind != first.kind:
-                break
-            if head is not None:
-                batch.append(heapq.heappop(self._heap)[2])
-                continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            self._lock.wait(left)
-        return batch
-
-    def _begin(self, batch: list[Job]) -> Work:
-        now = time.monotonic()
-        for job in batch:
-            self._proofs_started += 1
-            job.state, job.started, job.proof_no = RUNNING, now, self._proofs_started
-        if len(batch) > 1:
-            ids = ", ".join(j.job_id for j in batch)
-            log.info("batch of %d %s jobs: %s", len(batch), batch[0].kind.status_name, ids)
-        return Work(batch)
 
     # ---- synthesis ----------------------------------------------------------------------------
 
@@ -343,6 +207,7 @@ class Engine:
         parts = []
         for part in job.parts:
             part["state"] = "synthesizing"
+            assert job.parsed is not None, "parsed before synthesis"
             synthesized = self.prover.synthesize(job.parsed, part["index"])
             part["state"], part["synth_ms"] = "synth_done", round(synthesized.synth_s * 1000)
             parts.append(synthesized)
@@ -375,19 +240,19 @@ class Engine:
         so everything behind it stays in the heap where priorities still order it.
         """
         with self._lock:
-            while self._prove_q and not self._stopping:
+            while self._prove_q and not self.queue.stopping:
                 self._lock.wait()
             self._prove_q.append(work)
             self._lock.notify_all()
-            while work in self._prove_q and not self._stopping:
+            while work in self._prove_q and not self.queue.stopping:
                 self._lock.wait()
 
     def _prove_loop(self) -> None:
         while True:
             with self._lock:
-                while not self._prove_q and not self._stopping:
+                while not self._prove_q and not self.queue.stopping:
                     self._lock.wait()
-                if self._stopping:
+                if self.queue.stopping:
                     return
                 work = self._prove_q.pop(0)
                 self._lock.notify_all()
@@ -446,6 +311,7 @@ class Engine:
 
     def _self_check(self, job: Job, proof: bytes) -> bool:
         try:
+            assert job.parsed is not None, "parsed before proving"
             return self.prover.self_check(job.parsed, proof)
         except Exception:
             log.exception("job %s: PoRep self-check raised", job.job_id)
@@ -467,21 +333,7 @@ class Engine:
         )
 
     def _finish(self, job: Job, result: pb.AwaitProofResponse) -> None:
-        with self._lock:
-            job.result, job.state, job.finished = result, DONE, time.monotonic()
-            self._results[job.job_id] = result
-            if self._active.get(job.job_id) is job:
-                del self._active[job.job_id]
-            self._recent.append(job)
-            self._forget_old()
-            name = job.kind.name
-            if result.status == Status.COMPLETED:
-                self.completed[name] = self.completed.get(name, 0) + 1
-                self.durations.append((name, result.total_ms / 1000))
-            elif result.status == Status.FAILED:
-                self.failed[name] = self.failed.get(name, 0) + 1
-            self._lock.notify_all()
-        job.done.set()
+        self.store.finish(job, result)
 
 
 def _ms(seconds: float) -> int:

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from py_arkworks_bls12381 import GT, G1Point, G2Point, Scalar
 
@@ -222,7 +223,7 @@ class ProofInput:
         return cls(pk, to_scalars(z), to_scalars(h))
 
 
-_Msm = tuple[type, list, list[Scalar]]
+_Msm = tuple[Any, list[Any], list[Scalar]]  # (G1Point or G2Point class, bases, scalars)
 
 
 def _msm_jobs(inp: ProofInput) -> list[_Msm]:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from py_arkworks_bls12381 import G1Point, G2Point
 
@@ -41,7 +43,7 @@ class _Reader(Cursor[bytes]):
     def u32(self) -> int:
         return struct.unpack("<I", self.take(4))[0]
 
-    def points(self, decode, size: int) -> list:
+    def points(self, decode: Callable[[bytes], Any], size: int) -> list[Any]:
         return [decode(self.take(size)) for _ in range(self.u32())]
 
 
@@ -50,7 +52,7 @@ def _header(magic: bytes, meta: dict) -> bytes:
     return magic + struct.pack("<I", len(blob)) + blob
 
 
-def _section(items: list, encode) -> bytes:
+def _section(items: list[Any], encode: Callable[[Any], bytes]) -> bytes:
     return struct.pack("<I", len(items)) + b"".join(encode(x) for x in items)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
+from collections.abc import Iterable
 from pathlib import Path
 
 from filelock import FileLock
@@ -47,7 +48,7 @@ def pce_path(param_cache: Path, name: str) -> Path:
     return param_cache / f"pce-{name}.bin"
 
 
-def _u32s(values) -> bytes:
+def _u32s(values: Iterable[int]) -> bytes:
     arr = array("I", values)
     if sys.byteorder != "little":
         arr.byteswap()

@@ -21,7 +21,8 @@ from ..wire.addresses import UNIX_PREFIX, ListenTarget, parse_listen
 from ..wire.kinds import KINDS
 from ..wire.nvml import nvml_query, nvml_session
 from . import metrics
-from .engine import RUNNING, Engine, Job
+from .engine import Engine
+from .jobs import RUNNING, Job
 
 __all__ = ["MAX_MESSAGE_BYTES", "ProvingEngineServicer", "bind_target", "gpu_statuses", "serve"]
 
@@ -199,7 +200,7 @@ def serve(engine: Engine, listen: str, max_workers: int = 64) -> tuple[grpc.Serv
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers, thread_name_prefix="ref-grpc"), options=options
     )
-    pb_grpc.add_ProvingEngineServicer_to_server(ProvingEngineServicer(engine), server)
+    pb_grpc.add_ProvingEngineServicer_to_server(ProvingEngineServicer(engine), server)  # type: ignore[no-untyped-call]
     try:
         port = server.add_insecure_port(target)
     except RuntimeError as exc:

@@ -18,7 +18,8 @@ from typing import Any
 import psutil
 
 from ..wire.kinds import KINDS
-from .engine import DONE, Engine
+from .engine import Engine
+from .jobs import DONE
 
 __all__ = ["StatusServer", "build_status", "start_status_server"]
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..proto import pb
-
 __all__ = ["GROTH16_PROOF_LEN", "KINDS", "ProofKindInfo", "by_circuit", "by_enum", "by_name"]
 
 GROTH16_PROOF_LEN = 192
+# cuzk.v1 Priority values: the kinds' defaults, without importing the protobuf module for them
+# (tests check them against the proto). The plugin stays light in runs that test no daemon.
+NORMAL, HIGH, CRITICAL = 2, 3, 4
 SECTOR_SIZE_32G = 34359738368
 
 
@@ -25,7 +26,7 @@ class ProofKindInfo:
 
     name: str
     aliases: tuple[str, ...]
-    proof_kind: int
+    proof_kind: int  # cuzk.v1.ProofKind
     circuit_id: str
     pce_name: str
     registered_proof: int
@@ -52,52 +53,52 @@ KINDS: dict[str, ProofKindInfo] = {
         ProofKindInfo(
             name="porep",
             aliases=("porep", "porep-c2", "seal-commit"),
-            proof_kind=pb.POREP_SEAL_COMMIT,
+            proof_kind=1,
             circuit_id="porep-32g",
             pce_name="porep-32g",
             registered_proof=8,
             partitions=10,
             batchable=True,
-            default_priority=pb.NORMAL,
+            default_priority=NORMAL,
             status_name="porep-c2",
             metric_label="porep_c2",
         ),
         ProofKindInfo(
             name="snap",
             aliases=("snap", "snap-deals", "update"),
-            proof_kind=pb.SNAP_DEALS_UPDATE,
+            proof_kind=2,
             circuit_id="snap-32g",
             pce_name="snap-deals-32g",
             registered_proof=3,
             partitions=16,
             batchable=True,
-            default_priority=pb.NORMAL,
+            default_priority=NORMAL,
             status_name="snap-update",
             metric_label="snap_update",
         ),
         ProofKindInfo(
             name="wpost",
             aliases=("wpost", "window-post", "windowpost"),
-            proof_kind=pb.WINDOW_POST_PARTITION,
+            proof_kind=3,
             circuit_id="wpost-32g",
             pce_name="window-post",
             registered_proof=13,
             partitions=1,
             batchable=False,
-            default_priority=pb.HIGH,
+            default_priority=HIGH,
             status_name="window-post",
             metric_label="window_post",
         ),
         ProofKindInfo(
             name="winning",
             aliases=("winning", "winning-post", "winningpost"),
-            proof_kind=pb.WINNING_POST,
+            proof_kind=4,
             circuit_id="winning-32g",
             pce_name="winning-post",
             registered_proof=3,
             partitions=1,
             batchable=False,
-            default_priority=pb.CRITICAL,
+            default_priority=CRITICAL,
             status_name="winning-post",
             metric_label="winning_post",
         ),

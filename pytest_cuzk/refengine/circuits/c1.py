@@ -173,7 +173,7 @@ def encode(inputs: dict[str, bytes], parts: list[Partition], sector_num: int) ->
         }
         for part in parts
     ]
-    inner = {"registered_proof": REGISTERED_PROOF, "vanilla_proofs": vanilla}
+    inner: dict[str, Any] = {"registered_proof": REGISTERED_PROOF, "vanilla_proofs": vanilla}
     inner.update({k: list(v) for k, v in inputs.items()})
     phase1 = base64.b64encode(json.dumps(inner, sort_keys=True).encode()).decode()
     return json.dumps({"SectorNum": sector_num, "Phase1Out": phase1, "SectorSize": SECTOR_SIZE_32G}).encode()

@@ -29,8 +29,8 @@ from .common import BlobReader, BlobWriter, challenge_bits, derive_challenge, pr
 __all__ = ["PostInputs", "SectorProof", "blank", "encode_sector", "parse", "synthesize"]
 
 TAG = b"RPS1"
-_NAMES = {pb.WINDOW_POST_PARTITION: "WindowPoSt", pb.WINNING_POST: "WinningPoSt"}
-_ACCEPTED = {pb.WINDOW_POST_PARTITION: (8, 13), pb.WINNING_POST: (3,)}
+_NAMES: dict[int, str] = {pb.WINDOW_POST_PARTITION: "WindowPoSt", pb.WINNING_POST: "WinningPoSt"}
+_ACCEPTED: dict[int, tuple[int, ...]] = {pb.WINDOW_POST_PARTITION: (8, 13), pb.WINNING_POST: (3,)}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ KNOWN_UNSUPPORTED = ("porep-64g", "snap-64g")
 class Inputs(Protocol):
     """A parsed request: per-partition witnesses for the prover, public inputs for verifiers."""
 
-    partitions: int
+    @property
+    def partitions(self) -> int: ...
 
     def witness(self, k: int) -> Any:
         """Partition k's circuit witness (may raise JobInputError)."""

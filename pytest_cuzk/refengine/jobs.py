@@ -1,0 +1,116 @@
+"""The reference engine's jobs and what it remembers of them.
+
+``JobStore`` holds the jobs queued or running and every finished job's result, keyed by
+job id like cuzk: AwaitProof on an id whose earlier run finished returns that stored
+result at once, even while a resubmission with the same id runs again; a second Submit
+with an id that is still queued or running joins that job. It also keeps the counters
+GetStatus and GetMetrics report. It shares the engine's lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..proto import pb
+from ..wire.kinds import ProofKindInfo
+from .prover import ParsedJob, Synthesized
+
+__all__ = ["DONE", "QUEUED", "RUNNING", "Job", "JobStore", "Work"]
+
+QUEUED, RUNNING, DONE = "queued", "running", "done"
+KEEP_FINISHED_S = 30.0  # finished jobs stay listed for /status this long, like cuzk's tracker
+Status = pb.AwaitProofResponse
+
+
+@dataclass(eq=False)
+class Job:
+    """One submitted proof, from the queue to its stored result."""
+
+    job_id: str
+    kind: ProofKindInfo
+    request: pb.SubmitProofRequest
+    priority: int
+    seq: int
+    submitted: float = field(default_factory=time.monotonic)
+    state: str = QUEUED
+    started: float = 0.0
+    finished: float = 0.0
+    proof_no: int = 0
+    parsed: ParsedJob | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)  # per-partition progress for /status
+    result: pb.AwaitProofResponse | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(eq=False)
+class Work:
+    """One pass through synthesis and prove: a single job, or a batch of same-kind jobs."""
+
+    jobs: list[Job]
+    srs_s: float = 0.0
+    synth_s: float = 0.0
+    parts: list[Synthesized] = field(default_factory=list)
+    owners: list[Job] = field(default_factory=list)  # the job each entry of ``parts`` belongs to
+
+
+class JobStore:
+    """Active jobs, stored results and the counters, under the engine's lock."""
+
+    def __init__(self, lock: threading.Condition) -> None:
+        self.lock = lock
+        self.active: dict[str, Job] = {}
+        self.results: dict[str, pb.AwaitProofResponse] = {}
+        self._recent: deque[Job] = deque()
+        self.completed: dict[str, int] = {}
+        self.failed: dict[str, int] = {}
+        self.durations: deque[tuple[str, float]] = deque(maxlen=1000)
+
+    def lookup(self, job_id: str) -> pb.AwaitProofResponse | Job:
+        """The stored result for ``job_id`` (checked first, like cuzk), else its queued or running job."""
+        with self.lock:
+            found: pb.AwaitProofResponse | Job | None = self.results.get(job_id) or self.active.get(job_id)
+        if found is None:
+            raise KeyError(f"job not found: {job_id}")
+        return found
+
+    def finish(self, job: Job, result: pb.AwaitProofResponse) -> None:
+        """Store a job's result, count it, and wake whoever waits for it."""
+        with self.lock:
+            job.result, job.state, job.finished = result, DONE, time.monotonic()
+            self.results[job.job_id] = result
+            if self.active.get(job.job_id) is job:
+                del self.active[job.job_id]
+            self._recent.append(job)
+            self._forget_old()
+            name = job.kind.name
+            if result.status == Status.COMPLETED:
+                self.completed[name] = self.completed.get(name, 0) + 1
+                self.durations.append((name, result.total_ms / 1000))
+            elif result.status == Status.FAILED:
+                self.failed[name] = self.failed.get(name, 0) + 1
+            self.lock.notify_all()
+        job.done.set()
+
+    def jobs(self) -> list[Job]:
+        """Queued and running jobs, plus jobs that finished in the last 30 s (like cuzk's tracker)."""
+        with self.lock:
+            self._forget_old()
+            return [*self.active.values(), *self._recent]
+
+    def _forget_old(self) -> None:
+        now = time.monotonic()
+        while self._recent and now - self._recent[0].finished > KEEP_FINISHED_S:
+            self._recent.popleft()
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int], list[tuple[str, float]]]:
+        """Copies of completed and failed counts per kind and the last 1000 (kind, seconds)."""
+        with self.lock:
+            return dict(self.completed), dict(self.failed), list(self.durations)
+
+    def queued(self) -> list[Job]:
+        with self.lock:
+            return [j for j in self.active.values() if j.state == QUEUED]
