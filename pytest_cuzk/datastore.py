@@ -65,14 +65,14 @@ class DataStore:
         self.timeout_s = timeout_s
         self.notes: list[str] = []
 
-    def ensure_all(self, manifest: Manifest, kinds: Iterable[str]) -> dict[str, Path | DataUnavailable]:
-        """Ensure the data of each kind; a kind that cannot be had maps to its DataUnavailable."""
-        out: dict[str, Path | DataUnavailable] = {}
+    def ensure_all(self, manifest: Manifest, kinds: Iterable[str]) -> dict[str, list[Path] | DataUnavailable]:
+        """Ensure every sector of each kind; a kind with any sector that cannot be had maps to why."""
+        out: dict[str, list[Path] | DataUnavailable] = {}
         for name in kinds:
             kind = by_name(name).name
-            entry = manifest.entries.get(kind)
+            sectors = manifest.entries.get(kind)
             try:
-                if entry is None:
+                if sectors is None:
                     raise DataUnavailable(
                         kind,
                         "(none)",
@@ -81,7 +81,7 @@ class DataStore:
                         "the manifest has no entry for this kind",
                         f"add a [kinds.{kind}] table with file = ... or pass --cuzk-input {kind}=PATH",
                     )
-                out[kind] = self.ensure(entry, manifest)
+                out[kind] = [self.ensure(entry, manifest) for entry in sectors]
             except DataUnavailable as exc:
                 out[kind] = exc
         return out

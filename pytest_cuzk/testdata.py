@@ -7,6 +7,7 @@ wins for its kind. Every request gets a unique id, because cuzk keeps results by
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from pathlib import Path
 
@@ -34,7 +35,9 @@ class TestData:
         self.manifest_path = settings.manifest or manifest or DEFAULT_MANIFEST
         self._progress = progress
         self._manifest: Manifest | None = None
-        self._found: dict[str, Path | DataUnavailable] = {}
+        self._found: dict[str, list[Path] | DataUnavailable] = {}
+        self._templates: dict[str, list[pb.SubmitProofRequest]] = {}
+        self._turn: dict[str, itertools.count[int]] = {}
         self.notes: list[str] = []
 
     def manifest(self) -> Manifest:
@@ -42,36 +45,55 @@ class TestData:
             self._manifest = load_manifest(self.manifest_path)
         return self._manifest
 
-    def path(self, kind: ProofKindInfo) -> Path | DataUnavailable:
-        """The data file for ``kind`` (a user's --cuzk-input first), or why it cannot be had."""
+    def paths(self, kind: ProofKindInfo) -> list[Path] | DataUnavailable:
+        """Every sector's data file for ``kind`` (a user's --cuzk-input instead), or why it cannot be had."""
         if kind.name in self.settings.inputs:
             path = self.settings.inputs[kind.name]
             if path.is_file():
-                return path
-            return DataUnavailable(
-                kind.name,
-                str(path),
-                path,
-                f"--cuzk-input {kind.name}=",
-                "file not found",
-                "fix the path in --cuzk-input",
-            )
+                return [path]
+            reason, hint = "file not found", "fix the path in --cuzk-input"
+            return DataUnavailable(kind.name, str(path), path, f"--cuzk-input {kind.name}=", reason, hint)
         if kind.name not in self._found:
             store = DataStore(self.settings.data_dir, offline=self.settings.offline, progress=self._progress)
             self._found.update(store.ensure_all(self.manifest(), [kind.name]))
             self.notes += store.notes
         return self._found[kind.name]
 
+    def path(self, kind: ProofKindInfo) -> Path | DataUnavailable:
+        """The first sector's data file for ``kind``, or why it cannot be had."""
+        paths = self.paths(kind)
+        return paths if isinstance(paths, DataUnavailable) else paths[0]
+
     def available(self, kind: ProofKindInfo) -> bool:
-        return not isinstance(self.path(kind), DataUnavailable)
+        return not isinstance(self.paths(kind), DataUnavailable)
 
     def request(self, kind: ProofKindInfo, request_id: str | None = None) -> pb.SubmitProofRequest:
-        """A fresh request for one proof of ``kind`` with a unique id; DataUnavailable when it cannot be."""
-        path = self.path(kind)
-        if isinstance(path, DataUnavailable):
-            raise path
-        entry = self.manifest().entries.get(kind.name)
-        fields = dict(entry.request) if entry else {}
-        rid = request_id or f"pytest-cuzk-{kind.name}-{uuid.uuid4()}"
-        where = f"{self.manifest_path} [kinds.{kind.name}]"
-        return build_request(kind, path, fields, request_id=rid, where=where)
+        """A fresh request for one proof of ``kind`` with a unique id, the sectors taken in turn.
+
+        Each sector's request is built once (a PoRep C1 file is ~51 MB) and copied.
+        DataUnavailable when the data cannot be had.
+        """
+        templates = self._templates.get(kind.name) or self._build(kind)
+        turn = next(self._turn.setdefault(kind.name, itertools.count()))
+        req = pb.SubmitProofRequest()
+        req.CopyFrom(templates[turn % len(templates)])
+        req.request_id = request_id or f"pytest-cuzk-{kind.name}-{uuid.uuid4()}"
+        return req
+
+    def sectors(self, kind: ProofKindInfo) -> int:
+        """How many distinct sectors a kind's data has (a batch of more shares some)."""
+        return len(self._templates.get(kind.name) or self._build(kind))
+
+    def _build(self, kind: ProofKindInfo) -> list[pb.SubmitProofRequest]:
+        paths = self.paths(kind)
+        if isinstance(paths, DataUnavailable):
+            raise paths
+        entries = self.manifest().entries.get(kind.name, ())
+        built = []
+        for i, path in enumerate(paths):
+            entry = entries[i] if i < len(entries) else (entries[0] if entries else None)
+            fields = dict(entry.request) if entry else {}
+            where = f"{self.manifest_path} [{entry.entry_key if entry else f'kinds.{kind.name}'}]"
+            built.append(build_request(kind, path, fields, where=where))
+        self._templates[kind.name] = built
+        return built

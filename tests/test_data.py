@@ -69,7 +69,7 @@ def counting_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 def test_fresh_download_lands_in_the_cache_verified(tmp_path, server, store, progress):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), extra=f"size = {len(PAYLOAD)}\n")
-    path = store.ensure(manifest.entries["porep"], manifest)
+    path = store.ensure(manifest.entries["porep"][0], manifest)
     assert path == tmp_path / "cache" / "c1.json"
     assert path.read_bytes() == PAYLOAD
     assert server.count("/c1.json") == 1
@@ -79,24 +79,24 @@ def test_fresh_download_lands_in_the_cache_verified(tmp_path, server, store, pro
 
 def test_cached_file_is_not_fetched_nor_hashed_again(tmp_path, server, store, monkeypatch):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
-    store.ensure(manifest.entries["porep"], manifest)
+    store.ensure(manifest.entries["porep"][0], manifest)
     hashed = counting_hashes(monkeypatch)
     again = DataStore(tmp_path / "cache", progress=lambda *a: None)
-    path = again.ensure(manifest.entries["porep"], manifest)
+    path = again.ensure(manifest.entries["porep"][0], manifest)
     assert (server.count(), hashed) == (1, [])
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
-    again.ensure(manifest.entries["porep"], manifest)
+    again.ensure(manifest.entries["porep"][0], manifest)
     assert (server.count(), hashed) == (1, [path])
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped"])
 def test_corrupt_cached_file_is_moved_aside_and_downloaded_again(tmp_path, server, store, damage):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
-    path = store.ensure(manifest.entries["porep"], manifest)
+    path = store.ensure(manifest.entries["porep"][0], manifest)
     bad = PAYLOAD[:1000] if damage == "truncated" else bytes([PAYLOAD[0] ^ 1]) + PAYLOAD[1:]
     path.write_bytes(bad)
     os.utime(path, ns=(1, 10**9))  # a new mtime even on coarse-clock file systems
-    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     assert server.count("/c1.json") == 2
     assert path.with_name("c1.json.corrupt").read_bytes() == bad
     assert any("moved it to" in note and "sha256" in note for note in store.notes)
@@ -105,7 +105,7 @@ def test_corrupt_cached_file_is_moved_aside_and_downloaded_again(tmp_path, serve
 def test_interrupted_transfer_resumes_with_range(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.cut_after("/c1.json", 600_000)
-    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     first, second = server.requests
     assert "Range" not in first.headers
     start = int(re.fullmatch(r"bytes=(\d+)-", second.headers["Range"]).group(1))
@@ -116,7 +116,7 @@ def test_server_that_ignores_range_gets_a_clean_restart(tmp_path, server, store)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.ignore_range()
     server.cut_after("/c1.json", 600_000)
-    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     assert [("Range" in r.headers) for r in server.requests] == [False, True]
 
 
@@ -124,7 +124,7 @@ def test_stale_part_longer_than_the_file_starts_over(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "c1.json.part").write_bytes(b"x" * (len(PAYLOAD) + 10))
-    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     assert server.count() == 2
 
 
@@ -132,13 +132,13 @@ def test_transfer_that_keeps_breaking_gives_up(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.cut_after("/c1.json", 0, times=datastore.ATTEMPTS)
     with pytest.raises(DataUnavailable, match=f"broke off {datastore.ATTEMPTS} times"):
-        store.ensure(manifest.entries["porep"], manifest)
+        store.ensure(manifest.entries["porep"][0], manifest)
 
 
 def test_404_names_url_file_and_entry(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.url("/gone.json"))
     with pytest.raises(DataUnavailable) as info:
-        store.ensure(manifest.entries["porep"], manifest)
+        store.ensure(manifest.entries["porep"][0], manifest)
     exc = info.value
     assert (exc.kind, exc.file, exc.manifest, exc.entry_key) == (
         "porep",
@@ -156,7 +156,7 @@ def test_unreachable_host(tmp_path, store):
         port = sock.getsockname()[1]
     manifest = porep_manifest(tmp_path, f"http://127.0.0.1:{port}/c1.json")
     with pytest.raises(DataUnavailable, match=rf"cannot reach http://127\.0\.0\.1:{port}/c1\.json"):
-        store.ensure(manifest.entries["porep"], manifest)
+        store.ensure(manifest.entries["porep"][0], manifest)
 
 
 @pytest.mark.parametrize(
@@ -174,7 +174,7 @@ def test_unreachable_host(tmp_path, store):
 def test_no_url_says_how_to_produce_the_data(tmp_path, store, kind, file, command):
     manifest = write_manifest(tmp_path, f'[kinds.{kind}]\nfile = "{file}"\n')
     with pytest.raises(DataUnavailable) as info:
-        store.ensure(manifest.entries[kind], manifest)
+        store.ensure(manifest.entries[kind][0], manifest)
     assert command in info.value.hint
     assert f"--cuzk-input {kind}=PATH" in info.value.hint
     assert str(manifest.path) in str(info.value) and f"[kinds.{kind}]" in str(info.value)
@@ -183,7 +183,7 @@ def test_no_url_says_how_to_produce_the_data(tmp_path, store, kind, file, comman
 def test_reference_engine_data_points_at_gen_data(tmp_path, store):
     manifest = write_manifest(tmp_path, '[engine]\nname = "cuzk-ref"\n[kinds.winning]\nfile = "w.json"\n')
     with pytest.raises(DataUnavailable) as info:
-        store.ensure(manifest.entries["winning"], manifest)
+        store.ensure(manifest.entries["winning"][0], manifest)
     assert info.value.hint == f"generate it with `cuzk-ref gen-data {manifest.dir}`"
 
 
@@ -191,10 +191,10 @@ def test_offline_never_touches_the_network(tmp_path, server):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     offline = DataStore(tmp_path / "cache", offline=True, progress=lambda *a: None)
     with pytest.raises(DataUnavailable, match=r"offline mode \(--cuzk-offline\)"):
-        offline.ensure(manifest.entries["porep"], manifest)
+        offline.ensure(manifest.entries["porep"][0], manifest)
     assert server.requests == []
-    DataStore(tmp_path / "cache", progress=lambda *a: None).ensure(manifest.entries["porep"], manifest)
-    assert offline.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    DataStore(tmp_path / "cache", progress=lambda *a: None).ensure(manifest.entries["porep"][0], manifest)
+    assert offline.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     assert server.count() == 1
 
 
@@ -202,7 +202,7 @@ def test_sha256_mismatch_after_download_is_not_placed(tmp_path, server, store):
     other = hashlib.sha256(b"other").hexdigest()
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=other)
     with pytest.raises(DataUnavailable) as info:
-        store.ensure(manifest.entries["porep"], manifest)
+        store.ensure(manifest.entries["porep"][0], manifest)
     assert f"sha256 {PAYLOAD_SHA}, but kinds.porep.sha256 says {other}" in info.value.reason
     assert "was not used" in info.value.hint
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["c1.json.lock"]
@@ -211,22 +211,22 @@ def test_sha256_mismatch_after_download_is_not_placed(tmp_path, server, store):
 def test_size_mismatch_after_download_is_not_placed(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None, extra="size = 5\n")
     with pytest.raises(DataUnavailable, match=f"gave {len(PAYLOAD)} bytes, but kinds.porep.size says 5"):
-        store.ensure(manifest.entries["porep"], manifest)
+        store.ensure(manifest.entries["porep"][0], manifest)
     assert not (tmp_path / "cache" / "c1.json").exists()
 
 
 def test_first_download_pins_sha256_and_later_runs_are_held_to_it(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None)
-    path = store.ensure(manifest.entries["porep"], manifest)
+    path = store.ensure(manifest.entries["porep"][0], manifest)
     pin = tmp_path / "cache" / "c1.json.pin.json"
     assert f"recorded the observed sha256 {PAYLOAD_SHA} in {pin}" in store.notes[0]
     path.write_bytes(b"tampered")
     server.add("/c1.json", b"changed upstream")
     with pytest.raises(DataUnavailable) as info:
-        store.ensure(manifest.entries["porep"], manifest)
+        store.ensure(manifest.entries["porep"][0], manifest)
     assert f"but pin file {pin} says {PAYLOAD_SHA}" in info.value.reason
     server.add("/c1.json", PAYLOAD)
-    assert store.ensure(manifest.entries["porep"], manifest).read_bytes() == PAYLOAD
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     assert server.count() == 3
 
 
@@ -235,30 +235,30 @@ def test_hand_placed_cache_file_is_pinned_too(tmp_path, store):
     placed = tmp_path / "cache" / "winning-vanilla.json"
     placed.parent.mkdir()
     placed.write_bytes(PAYLOAD)
-    assert store.ensure(manifest.entries["winning"], manifest) == placed
+    assert store.ensure(manifest.entries["winning"][0], manifest) == placed
     assert PAYLOAD_SHA in store.notes[0]
     placed.write_bytes(PAYLOAD[::-1])
     with pytest.raises(DataUnavailable, match=r"the cached copy has sha256 \w+, but pin file") as info:
-        store.ensure(manifest.entries["winning"], manifest)
+        store.ensure(manifest.entries["winning"][0], manifest)
     assert "gen-vanilla winning-post" in info.value.hint
     assert placed.with_name("winning-vanilla.json.corrupt").read_bytes() == PAYLOAD[::-1]
 
 
 def test_changed_url_drops_the_old_pin_and_fetches_again(tmp_path, server, store):
     old = porep_manifest(tmp_path, server.add("/old.json", b"old data"), sha256=None)
-    store.ensure(old.entries["porep"], old)
+    store.ensure(old.entries["porep"][0], old)
     new = porep_manifest(tmp_path, server.add("/new.json", PAYLOAD), sha256=None)
-    assert store.ensure(new.entries["porep"], new).read_bytes() == PAYLOAD
+    assert store.ensure(new.entries["porep"][0], new).read_bytes() == PAYLOAD
     assert PAYLOAD_SHA in (tmp_path / "cache" / "c1.json.pin.json").read_text()
 
 
 def test_file_next_to_the_manifest_is_used_in_place(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     (manifest.dir / "c1.json").write_bytes(PAYLOAD)
-    assert store.ensure(manifest.entries["porep"], manifest) == manifest.dir / "c1.json"
+    assert store.ensure(manifest.entries["porep"][0], manifest) == manifest.dir / "c1.json"
     (manifest.dir / "c1.json").write_bytes(b"not it")
     with pytest.raises(DataUnavailable, match="replace or remove"):
-        store.ensure(manifest.entries["porep"], manifest)
+        store.ensure(manifest.entries["porep"][0], manifest)
     assert (manifest.dir / "c1.json").read_bytes() == b"not it"
     assert server.requests == []
 
@@ -267,7 +267,7 @@ def test_ensure_all_maps_each_kind_to_a_path_or_the_reason(tmp_path, server, sto
     body = f'[kinds.porep]\nfile = "c1.json"\nurl = "{server.add("/c1.json", PAYLOAD)}"\n'
     manifest = write_manifest(tmp_path, body + '[kinds.wpost]\nfile = "wpost-vanilla.json"\n')
     got = store.ensure_all(manifest, ["porep", "window-post", "snap"])
-    assert got["porep"] == tmp_path / "cache" / "c1.json"
+    assert got["porep"] == [tmp_path / "cache" / "c1.json"]
     assert isinstance(got["wpost"], DataUnavailable) and "gen-vanilla window-post" in got["wpost"].hint
     assert isinstance(got["snap"], DataUnavailable) and "no entry" in got["snap"].reason
 
@@ -275,7 +275,7 @@ def test_ensure_all_maps_each_kind_to_a_path_or_the_reason(tmp_path, server, sto
 def _ensure_in_child(cache: str, manifest_path: str, barrier) -> None:
     manifest = load_manifest(Path(manifest_path))
     barrier.wait(timeout=60)
-    DataStore(Path(cache), progress=lambda *a: None).ensure(manifest.entries["porep"], manifest)
+    DataStore(Path(cache), progress=lambda *a: None).ensure(manifest.entries["porep"][0], manifest)
 
 
 def test_two_processes_download_once(tmp_path, server):
@@ -309,22 +309,22 @@ def test_progress_line_on_a_plain_stream():
 def test_default_manifest_lists_every_kind():
     manifest = load_manifest(REPO / "fixtures" / "manifest.toml")
     assert set(manifest.entries) == set(KINDS)
-    porep = manifest.entries["porep"]
+    porep = manifest.entries["porep"][0]
     assert porep.url == "https://pub-08ae819c828244bdbe5f615fd8c5e144.r2.dev/c1.json"
     assert porep.request == {"registered_proof": 8, "miner_id": 1000, "sector_number": 1}
     assert (porep.sha256, porep.size) == (None, None)
-    assert {k: e.request["registered_proof"] for k, e in manifest.entries.items()} == {
+    assert {k: e[0].request["registered_proof"] for k, e in manifest.entries.items()} == {
         "porep": 8,
         "snap": 3,
         "wpost": 13,
         "winning": 3,
     }
-    assert all(e.url is None for k, e in manifest.entries.items() if k != "porep")
+    assert all(e[0].url is None for k, e in manifest.entries.items() if k != "porep")
 
 
 def test_kind_aliases_are_accepted(tmp_path):
     manifest = write_manifest(tmp_path, '[kinds.window-post]\nfile = "w.json"\n')
-    assert manifest.entries["wpost"].entry_key == "kinds.window-post"
+    assert manifest.entries["wpost"][0].entry_key == "kinds.window-post"
 
 
 @pytest.mark.parametrize(
@@ -389,3 +389,46 @@ def test_manifest_errors_name_file_key_and_fix(tmp_path, body, where, says):
 def test_missing_manifest_names_the_option(tmp_path):
     with pytest.raises(ManifestError, match=r"cannot read the data manifest.*check --cuzk-manifest"):
         load_manifest(tmp_path / "nope.toml")
+
+
+def test_several_sectors_of_a_kind_are_listed_and_checked_each(tmp_path):
+    body = """
+[[kinds.porep]]
+file = "c1-a.json"
+request = {sector_number = 1}
+
+[[kinds.porep]]
+file = "c1-b.json"
+request = {sector_number = 2}
+"""
+    manifest = write_manifest(tmp_path, body)
+    assert [e.file for e in manifest.entries["porep"]] == ["c1-a.json", "c1-b.json"]
+    assert [e.entry_key for e in manifest.entries["porep"]] == ["kinds.porep[0]", "kinds.porep[1]"]
+    (manifest.dir / "c1-a.json").write_bytes(b"a")
+    store = DataStore(tmp_path / "cache", progress=lambda *a: None)
+    (found,) = store.ensure_all(manifest, ["porep"]).values()
+    assert isinstance(found, DataUnavailable), "one missing sector makes the kind unavailable"
+    assert found.entry_key == "kinds.porep[1]"
+
+
+def test_requests_take_the_sectors_in_turn_with_their_own_fields(tmp_path, pytester):
+    from pytest_cuzk.settings import resolve_settings
+    from pytest_cuzk.testdata import TestData
+
+    body = """
+[[kinds.porep]]
+file = "c1-a.json"
+request = {miner_id = 1000, sector_number = 1}
+
+[[kinds.porep]]
+file = "c1-b.json"
+request = {miner_id = 1000, sector_number = 2}
+"""
+    manifest = write_manifest(tmp_path, body)
+    (manifest.dir / "c1-a.json").write_bytes(b'{"a": 1}')
+    (manifest.dir / "c1-b.json").write_bytes(b'{"b": 2}')
+    data = TestData(resolve_settings(pytester.parseconfig()), manifest.path, None)
+    requests = [data.request(KINDS["porep"]) for _ in range(4)]
+    assert [r.sector_number for r in requests] == [1, 2, 1, 2]
+    assert [r.vanilla_proof for r in requests[:2]] == [b'{"a": 1}', b'{"b": 2}']
+    assert len({r.request_id for r in requests}) == 4 and data.sectors(KINDS["porep"]) == 2
