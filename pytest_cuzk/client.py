@@ -21,7 +21,16 @@ from typing import TypeVar
 import grpc
 from prometheus_client.parser import text_string_to_metric_families
 
-from .errors import DaemonUnavailable, DeadlineExceeded, ProofFailed, ProofTimeout, RpcError, map_grpc_errors
+from .errors import (
+    DaemonUnavailable,
+    DeadlineExceeded,
+    NotCuzkServer,
+    ProofFailed,
+    ProofTimeout,
+    RpcError,
+    Unimplemented,
+    map_grpc_errors,
+)
 from .proto import pb, pb_grpc
 from .wire.addresses import parse_address
 
@@ -44,6 +53,8 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 AWAIT_MARGIN_S = 0.5  # extra gRPC deadline so a daemon that honours timeout_ms answers TIMEOUT itself
 _STATUS = pb.AwaitProofResponse.Status
 _Answer = TypeVar("_Answer")
+# What grpcio says when the peer is not an HTTP/2 (gRPC) server at all.
+_NOT_GRPC = ("Failed parsing HTTP/2", "Trying to connect an http1.x server", "Expected SETTINGS frame")
 
 
 @dataclass(frozen=True)
@@ -308,7 +319,9 @@ class ProvingClient:
     ) -> pb.GetStatusResponse:
         """Poll GetStatus with exponential backoff until it answers; DaemonUnavailable after ``timeout_s``.
 
-        Only "nothing there yet" errors are retried; any other error answer is raised at once.
+        Only "nothing there yet" errors are retried. Something that answers, but not as a
+        cuzk.v1 gRPC server (not HTTP/2, or no such service), is NotCuzkServer at once; any
+        other error answer is raised at once too.
         """
         deadline = time.monotonic() + timeout_s
         attempts, last = 0, None
@@ -319,7 +332,11 @@ class ProvingClient:
             attempts += 1
             try:
                 return self.status(timeout=min(remaining, 5.0))
+            except Unimplemented as exc:
+                raise NotCuzkServer(self.address, exc.details) from exc
             except (DaemonUnavailable, DeadlineExceeded) as exc:  # any other answer means it is up but unwell
+                if any(sign in exc.details for sign in _NOT_GRPC):
+                    raise NotCuzkServer(self.address, exc.details) from exc
                 last = exc
             time.sleep(max(0.0, min(poll_s, deadline - time.monotonic())))
             poll_s = min(poll_s * 2, max_poll_s)

@@ -20,6 +20,8 @@ do. The tree::
     ├── ProofTimeout              the client-side bound on waiting for a proof passed
     ├── ProofStructureError       proof bytes are not well-formed Groth16 proofs
     ├── DaemonExited              the daemon under test is gone, or out of service for the run
+    │   └── DaemonHung            it is there but answers nothing (stopped, wedged): killed or taken out
+    ├── NotCuzkServer             the address answers, but not as a cuzk.v1 gRPC server
     ├── DataUnavailable           a kind's test data cannot be had (says how to produce it)
     ├── ManifestError             a data manifest that cannot be used (names file, key and fix)
     └── ReadinessError            a readiness stage failed (warm-up proof, PCE file)
@@ -44,6 +46,7 @@ __all__ = [
     "CuzkError",
     "CuzkWarning",
     "DaemonExited",
+    "DaemonHung",
     "DaemonUnavailable",
     "DataUnavailable",
     "DeadlineExceeded",
@@ -51,6 +54,7 @@ __all__ = [
     "InvalidArgument",
     "ManifestError",
     "MessageTooLarge",
+    "NotCuzkServer",
     "NotFound",
     "OutOfRange",
     "ProofFailed",
@@ -193,6 +197,21 @@ class ProofStructureError(CuzkError, ValueError):
 
 class DaemonExited(CuzkError):
     """The daemon is gone (or out of service); the message says how it ended and what it logged last."""
+
+
+class NotCuzkServer(CuzkError):
+    """Something answers at the address, but not as a cuzk.v1 gRPC server: waiting will not help."""
+
+    def __init__(self, address: str, seen: str) -> None:
+        self.address = address
+        super().__init__(
+            f"{address} answers, but not as a cuzk.v1 gRPC server ({seen}); "
+            "check the address and port of the daemon (--cuzk-daemon, --cuzk-addr)"
+        )
+
+
+class DaemonHung(DaemonExited):
+    """The daemon stopped answering while its process (if we can see it) still exists."""
 
 
 class DataUnavailable(CuzkError):

@@ -15,7 +15,7 @@ import pytest
 from .backends.protocol import DaemonBackend
 from .cases import Case
 from .client import ProvingClient
-from .errors import DaemonExited, DaemonUnavailable
+from .errors import DaemonExited, DaemonHung, DaemonUnavailable
 from .runner import CaseResult, Runner, run_case
 
 if TYPE_CHECKING:
@@ -59,21 +59,24 @@ class CaseExecution:
         backend = self.backend
         data = self.session.data(backend)
         sampler = DaemonSampler(backend.pid, s.sample_interval) if backend.pid else None
-        with ProvingClient(backend.address) as client:
+        with ProvingClient(backend.address, default_timeout=s.call_timeout) as client:
             runner = Runner(
                 client=client,
+                backend=backend,
                 make_request=lambda: data.request(case.kind),
                 proof_timeout_s=s.proof_timeout,
-                alive=backend.alive,
-                gone=backend.gone,
-                death_message=lambda: backend.death_message(sampler.rss_peak_so_far() if sampler else None),
+                probe_timeout_s=s.probe_timeout,
                 verify=backend.profile().verifier(case.kind),
                 mark=sampler.mark if sampler else None,
+                rss_peak=sampler.rss_peak_so_far if sampler else lambda: None,
             )
             if sampler:
                 sampler.start()
             try:
                 result = run_case(case, runner, s.proofs, self.benchmark)
+            except DaemonHung as exc:
+                backend.hung(str(exc))
+                raise
             except (DaemonExited, DaemonUnavailable) as exc:
                 backend.lost(str(exc))
                 raise

@@ -19,10 +19,13 @@ __all__ = ["as_outcome"]
 
 @contextmanager
 def as_outcome() -> Iterator[None]:
-    """Turn a ``CuzkError`` raised inside the block into the test's pytest outcome."""
+    """Turn a ``CuzkError`` raised inside the block into the test's pytest outcome.
+
+    ``from None``: pytest shows the message once, not chained under the error it replaces.
+    """
     try:
         yield
     except DataUnavailable as exc:
-        pytest.skip(str(exc))
+        raise pytest.skip.Exception(str(exc)) from None
     except CuzkError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        raise pytest.fail.Exception(str(exc), pytrace=False) from None

@@ -8,16 +8,18 @@ Each stage is timed into the daemon's ``ColdStart`` record.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .backends.protocol import ColdStart, DaemonBackend
 from .client import ProvingClient
-from .errors import DaemonExited, ReadinessError, RpcError
+from .errors import DaemonExited, DaemonHung, DeadlineExceeded, ProofTimeout, ReadinessError, RpcError
 from .proofcheck import check_proof
 from .proto import pb
 from .settings import Settings
+from .watch import watched
 from .wire.kinds import ProofKindInfo
 
 __all__ = ["PCE_MAGIC", "Readiness", "pce_complete"]
@@ -60,15 +62,28 @@ class Readiness:
         if not todo:
             return
         try:
-            with ProvingClient(backend.address) as client:
+            with ProvingClient(backend.address, default_timeout=self.settings.call_timeout) as client:
                 for kind in todo:
                     with backend.cache_lock(kind):
                         t0 = time.monotonic()
-                        client.preload_srs(kind.circuit_id, timeout_s=self.settings.ready_timeout)
+                        load = functools.partial(
+                            client.preload_srs, kind.circuit_id, self.settings.ready_timeout
+                        )
+                        watched(backend, load, f"PreloadSRS {kind.circuit_id}")
                         cold.srs_load_s[kind.name] = time.monotonic() - t0
                         if not self.settings.skip_warmup:
                             self._warm_up(client, backend, kind, cold)
                     backend.state.ready_kinds.add(kind.name)
+        except DaemonHung as exc:
+            backend.hung(str(exc))
+            raise
+        except (ProofTimeout, DeadlineExceeded) as exc:
+            seen = backend.health(self.settings.probe_timeout)
+            if seen is None:
+                raise
+            reason = f"daemon hung while getting ready: {seen} ({exc})"
+            backend.hung(reason)
+            raise DaemonHung(reason) from exc
         except RpcError as exc:
             if backend.gone():
                 raise DaemonExited(f"daemon died while getting ready: {backend.death_message()}") from exc
@@ -78,7 +93,9 @@ class Readiness:
         self, client: ProvingClient, backend: DaemonBackend, kind: ProofKindInfo, cold: ColdStart
     ) -> None:
         t0 = time.monotonic()
-        result = client.prove(self.request(backend, kind), timeout_s=self.settings.warmup_timeout)
+        request = self.request(backend, kind)
+        prove = functools.partial(client.prove, request, self.settings.warmup_timeout)
+        result = watched(backend, prove, f"the {kind.name} warm-up proof (job {request.request_id})")
         cold.warmup_s[kind.name] = time.monotonic() - t0
         if not result.completed:
             raise ReadinessError(

@@ -54,7 +54,8 @@ def metric_deltas(totals: MetricValues) -> list[str]:
 
 
 def _cold_lines(colds: Iterable[dict[str, object]]) -> list[str]:
-    lines = []
+    lines: list[str] = []
+    said: set[str] = set()
     for cold in colds:
         where = f"{cold['label']}" + (f" batch {cold['batch_size']}" if cold.get("batch_size") else "")
         lines.append(
@@ -63,7 +64,9 @@ def _cold_lines(colds: Iterable[dict[str, object]]) -> list[str]:
             + (" (low-memory warm-up)" if cold.get("lowmem_warmup") else "")
         )
         lines += [f"  note: {n}" for n in cold.get("notes", [])]  # type: ignore[attr-defined]
-        lines += [f"  {r}" for r in cold.get("restarts", [])]  # type: ignore[attr-defined]
+        restarts = [r for r in cold.get("restarts", []) if r not in said]  # type: ignore[attr-defined]
+        said.update(restarts)
+        lines += [f"  {r}" for r in restarts]
     return lines
 
 

@@ -10,7 +10,9 @@ report into the case's one ``Figures`` record.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -18,9 +20,18 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from .backends.protocol import DaemonBackend
 from .cases import Case
 from .client import ProofResult, ProvingClient
-from .errors import Cancelled, CuzkError, DaemonExited, DaemonUnavailable, ProofTimeout
+from .errors import (
+    Cancelled,
+    CuzkError,
+    DaemonExited,
+    DaemonHung,
+    DaemonUnavailable,
+    DeadlineExceeded,
+    ProofTimeout,
+)
 from .figures import Figures, ProofTimings, percentile
 from .memory import MemoryReport
 from .proofcheck import check_proof
@@ -30,6 +41,7 @@ from .wire.kinds import ProofKindInfo
 __all__ = ["CaseResult", "ProofRecord", "Runner", "run_case", "run_wave"]
 
 _DEATH_POLL_S = 0.2
+_REASON_NUMBERS = re.compile(r"\d+\.\d+(?=s\b)")  # the seconds waited differ per proof
 
 
 @dataclass
@@ -64,6 +76,17 @@ class CaseResult:
     @property
     def failed(self) -> list[ProofRecord]:
         return [p for p in self.proofs if not p.ok]
+
+    def why(self) -> str:
+        """Why proofs failed: each distinct reason once, as its first proof said it, with how many proofs."""
+        if not self.failed:
+            return "every proof succeeded"
+        groups: dict[str, list[ProofRecord]] = {}
+        for p in self.failed:  # the same reason for other jobs and other seconds waited is one reason
+            groups.setdefault(_REASON_NUMBERS.sub("…", p.error.replace(p.job_id, "<job>")), []).append(p)
+        ranked = sorted(groups.values(), key=len, reverse=True)
+        head = f"{len(self.failed)} of {len(self.proofs)} {self.case.kind.name} proofs failed: "
+        return head + "; ".join(f"{len(g)}x {g[0].error}" for g in ranked)
 
     def latency(self, q: float) -> float | None:
         return percentile([p.wall_s for p in self.ok], q)
@@ -106,16 +129,25 @@ def _round(value: float | None) -> float | None:
 
 @dataclass
 class Runner:
-    """What ``run_case`` needs from the session, passed in as callables."""
+    """What ``run_case`` needs: a client, the daemon's backend, fresh requests and how to check proofs."""
 
     client: ProvingClient
+    backend: DaemonBackend
     make_request: Callable[[], pb.SubmitProofRequest]
     proof_timeout_s: float
-    alive: Callable[[], bool]
-    gone: Callable[[], bool]
-    death_message: Callable[[], str]
+    probe_timeout_s: float
     verify: Callable[[pb.SubmitProofRequest, bytes], bool] | None = None
     mark: Callable[[str], None] | None = None
+    rss_peak: Callable[[], int | None] = lambda: None
+
+    def death(self, what: str) -> DaemonExited:
+        return DaemonExited(f"daemon died during {what}: {self.backend.death_message(self.rss_peak())}")
+
+    def hung_if_silent(self, what: str, cause: BaseException | None = None) -> None:
+        """After a call or a proof timed out: raise DaemonHung when the daemon answers nothing at all."""
+        seen = self.backend.health(self.probe_timeout_s)
+        if seen is not None:
+            raise DaemonHung(f"daemon hung: {seen} during {what}") from cause
 
 
 def _one_proof(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, t0: float) -> ProofRecord:
@@ -127,70 +159,96 @@ def _one_proof(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, 
         elapsed = time.monotonic() - t0
         cancelled = "CancelProof sent"
         try:
-            if not runner.client.cancel(job, timeout=2.0):
+            if not runner.client.cancel(job, timeout=min(2.0, runner.probe_timeout_s)):
                 cancelled += "; the daemon could not cancel it (cuzk cannot): it may still be running"
         except CuzkError as exc:
             cancelled = f"CancelProof failed: {exc}"
         error = f"{kind.name} proof {job} timed out after {elapsed:.1f}s ({cancelled})"
         return ProofRecord(job, False, elapsed, error, timed_out=True)
     wall = time.monotonic() - t0
-    if res.status != pb.AwaitProofResponse.COMPLETED:
-        status = pb.AwaitProofResponse.Status.Name(res.status)
-        return ProofRecord(job, False, wall, f"{status}: {res.error_message}")
-    rec = ProofRecord(
-        job,
-        True,
-        wall,
-        "",
-        res.queue_wait_ms,
-        res.synthesis_ms,
-        res.gpu_compute_ms,
-        res.total_ms,
-        len(res.proof),
-    )
-    try:
-        check_proof(res.proof, kind)
-    except CuzkError as exc:
-        rec.ok, rec.error = False, f"invalid proof structure: {exc}"
-        return rec
-    if runner.verify is not None and not runner.verify(req, res.proof):
-        rec.ok, rec.error = False, "proof does not verify against the reference verifying key"
+    if not res.completed:
+        return ProofRecord(
+            job, False, wall, f"{res.status_name}: {res.error_message or '(no error message)'}"
+        )
+    timings = (res.queue_wait_ms, res.synthesis_ms, res.gpu_compute_ms, res.total_ms)
+    rec = ProofRecord(job, True, wall, "", *timings, len(res.proof))
+    problem = _check(runner, kind, req, res)
+    if problem:
+        rec.ok, rec.error = False, problem
     return rec
 
 
+def _check(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, res: ProofResult) -> str:
+    """What is wrong with a completed answer: another job's, a repeat, malformed, or not verifying."""
+    if res.job_id and res.job_id != req.request_id:
+        return f"the answer is for job {res.job_id!r}, not for {req.request_id!r}"
+    digest = hashlib.sha256(res.proof).digest()
+    earlier = runner.backend.state.proofs.setdefault(digest, req.request_id)
+    if earlier != req.request_id:
+        return (
+            f"the proof is byte-identical to job {earlier}'s: Groth16 proofs are randomised, "
+            "so this is a replay or a cache"
+        )
+    try:
+        check_proof(res.proof, kind)
+    except CuzkError as exc:
+        return f"invalid proof structure: {exc}"
+    if runner.verify is not None and not runner.verify(req, res.proof):
+        return "proof does not verify against the reference verifying key"
+    return ""
+
+
+def _wave_name(kind: ProofKindInfo, requests: list[pb.SubmitProofRequest]) -> str:
+    ids = [r.request_id for r in requests]
+    if len(ids) == 1:
+        return f"{kind.name} proof job {ids[0]}"
+    return f"a wave of {len(ids)} {kind.name} proofs (jobs {ids[0]} to {ids[-1]})"
+
+
 def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord]:
-    """Submit ``size`` proofs at once and wait for all; fail within a poll interval of the daemon's death.
+    """Submit ``size`` proofs at once and wait for all; fail within a poll interval of a death or a hang.
 
     If the wait is interrupted (pytest-timeout, Ctrl-C, the daemon's death), the
     outstanding jobs are cancelled and the channel closed, so no thread is left
-    blocked on an AwaitProof.
+    blocked on an AwaitProof. A proof that times out on a daemon that answers nothing
+    at all (not even GetStatus) is a hang, not a slow proof.
     """
     requests = [runner.make_request() for _ in range(size)]
     pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="cuzk-await")
     futures: list[Future[ProofRecord]] = []
-    died = f"daemon died during a {kind.name} proof"
+    what = _wave_name(kind, requests)
     try:
         for req in requests:
             t0 = time.monotonic()
-            runner.client.submit(req)
+            try:
+                runner.client.submit(req)
+            except DeadlineExceeded as exc:
+                runner.hung_if_silent(f"SubmitProof of {what}", exc)
+                raise
             futures.append(pool.submit(_one_proof, runner, kind, req, t0))
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=_DEATH_POLL_S, return_when=FIRST_COMPLETED)
-            if not runner.alive():
-                raise DaemonExited(f"{died}: {runner.death_message()}")
-        return [f.result() for f in futures]
+            if not runner.backend.alive():
+                raise runner.death(what)
+            if stuck := runner.backend.stuck():
+                raise DaemonHung(f"daemon hung: {stuck} during {what}")
+        records = [f.result() for f in futures]
+        timed_out = [r for r in records if r.timed_out]
+        if timed_out:
+            runner.hung_if_silent(f"{kind.name} proof job {timed_out[0].job_id} ({timed_out[0].error})")
+        return records
     except BaseException as exc:
         # The socket closes a moment before the process can be reaped: say it died, if it did.
-        death = isinstance(exc, (DaemonUnavailable, Cancelled)) and runner.gone()
-        if not death and runner.alive():
+        death = isinstance(exc, (DaemonUnavailable, Cancelled)) and runner.backend.gone()
+        if not death and not isinstance(exc, DaemonHung) and runner.backend.alive():
             for req, fut in zip(requests, futures, strict=False):
                 if not fut.done():
                     with contextlib.suppress(CuzkError):
                         runner.client.cancel(req.request_id, timeout=0.5)
         runner.client.close()
         if death:
-            raise DaemonExited(f"{died}: {runner.death_message()}") from exc
+            raise runner.death(what) from exc
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

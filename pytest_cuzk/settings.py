@@ -21,6 +21,8 @@ from .wire.units import parse_size, parse_thresholds
 __all__ = ["OPTIONS", "Settings", "add_options", "resolve_settings"]
 
 DEFAULT_ADDR = "127.0.0.1:9820"
+QUICK_CALL_S = 60.0
+HUNG_PROBE_S = 5.0
 MODES = ("auto", "spawn", "ref")
 
 
@@ -136,6 +138,20 @@ class Settings:
     plots: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
     results_db: str | None = None
+
+    @property
+    def call_timeout(self) -> float:
+        """The deadline of calls a daemon should answer at once (Submit, GetStatus, GetMetrics, Cancel).
+
+        Bounded by the user's proof timeout: a daemon that takes longer than a proof to
+        accept one is hung, and must not hold the run for a fixed minute.
+        """
+        return min(QUICK_CALL_S, self.proof_timeout)
+
+    @property
+    def probe_timeout(self) -> float:
+        """How long GetStatus may take when the plugin asks whether a daemon is hung."""
+        return min(HUNG_PROBE_S, self.proof_timeout)
 
     @property
     def gates_asked(self) -> bool:

@@ -26,6 +26,7 @@ from pytest_cuzk.errors import (
     DeadlineExceeded,
     InternalError,
     InvalidArgument,
+    NotCuzkServer,
     NotFound,
     ProofFailed,
     ProofTimeout,
@@ -452,7 +453,8 @@ def test_wait_ready_does_not_retry_a_server_that_answers_with_an_error() -> None
     server, port = start_server(pb_grpc.ProvingEngineServicer(), "127.0.0.1:0")
     start = time.monotonic()
     try:
-        with ProvingClient(f"127.0.0.1:{port}") as c, pytest.raises(Unimplemented, match="GetStatus"):
+        not_cuzk = r"answers, but not as a cuzk.v1 gRPC server \(Method not implemented!\)"
+        with ProvingClient(f"127.0.0.1:{port}") as c, pytest.raises(NotCuzkServer, match=not_cuzk):
             c.wait_ready(timeout_s=30)
     finally:
         server.stop(grace=None)

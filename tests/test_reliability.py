@@ -64,7 +64,8 @@ def test_daemon_death_fails_the_test_within_two_seconds_with_signal_oom_hint_and
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*daemon died during a winning proof: daemon (pid *) killed by SIGKILL (likely killed by the OOM "
+            "*daemon died during winning proof job *: daemon (pid *) killed by SIGKILL "
+            "(likely killed by the OOM "
             "killer: *available memory*",
             "*fault: killing the daemon with SIGKILL while proving proof 2*",
         ]
@@ -242,7 +243,49 @@ def test_a_real_oom_kill_mid_test_is_reported_with_the_kernels_count(inner, tmp_
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*daemon died during a winning proof: daemon (pid *) killed by SIGKILL (likely killed by the OOM "
+            "*daemon died during winning proof job *: daemon (pid *) killed by SIGKILL "
+            "(likely killed by the OOM "
             "killer: RSS peak * MiB, available memory *, oom_kill count *, up from *)*"
         ]
+    )
+
+
+STOPS_THE_DAEMON_MID_PROOF = """
+import os, signal, threading, time
+import pytest
+
+@pytest.fixture(autouse=True)
+def sigstop_mid_proof(request):
+    if "wpost" in request.node.name:
+        target = request.getfixturevalue("cuzk_target")
+        with open(os.environ["STOPPED_AT"], "w") as f:
+            f.write(f"{target.pid}")
+        def stop():
+            time.sleep(0.05)
+            os.kill(target.pid, signal.SIGSTOP)
+            with open(os.environ["STOPPED_AT"], "a") as f:
+                f.write(f" {time.time()}")
+        threading.Thread(target=stop, daemon=True).start()
+    yield
+"""
+
+
+def test_a_sigstopped_daemon_is_named_hung_killed_and_replaced(inner, tmp_path, monkeypatch):
+    stopped = tmp_path / "stopped"
+    monkeypatch.setenv("STOPPED_AT", str(stopped))
+    files = {"conftest": STOPS_THE_DAEMON_MID_PROOF, "test_prove": PROVE_SOURCE}
+    result = inner(
+        files, "-k", "wpost or winning", "--cuzk-batch-sizes=1", "--cuzk-proof-timeout=60", "--durations=0"
+    )
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "daemon hung: process state stopped (SIGSTOP?) during wpost proof job *",
+            "*restarted: daemon hung: process state stopped (SIGSTOP?)*",
+        ]
+    )
+    pid = int(stopped.read_text().split()[0])
+    assert process_gone(pid), "the stopped daemon was killed, not left behind"
+    assert _call_duration(result, "test_prove[wpost-batch1-j1]") < 2.0, (
+        "detected within a poll, not the 60 s timeout"
     )

@@ -12,12 +12,14 @@ from ..errors import CuzkError, DaemonExited
 from ..records import HostRecord
 from ..wire.addresses import is_local
 from ..wire.kinds import ProofKindInfo
+from .health import probe
 from .profiles import CuzkProfile
 from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare, no_lock
 
 __all__ = ["ATTACHED_PROBE_S", "AttachedDaemon"]
 
 ATTACHED_PROBE_S = 5.0
+ATTACH_GRACE_S = 5.0  # an attached daemon is already running: refused connections are an answer
 
 
 class AttachedDaemon:
@@ -80,7 +82,7 @@ class AttachedDaemon:
         t0 = time.monotonic()
         try:
             with ProvingClient(self.address) as client:
-                client.wait_ready(self._start_timeout_s)
+                client.wait_ready(min(ATTACH_GRACE_S, self._start_timeout_s))
         except CuzkError as exc:
             self.state.out_of_service = str(exc)
             raise
@@ -110,6 +112,15 @@ class AttachedDaemon:
         self.state.out_of_service = reason
 
     def lost(self, reason: str) -> None:
+        self.state.out_of_service = reason
+
+    def stuck(self) -> str | None:
+        return None  # its process is not ours to look at
+
+    def health(self, timeout_s: float) -> str | None:
+        return probe(self.address, None, timeout_s)
+
+    def hung(self, reason: str) -> None:
         self.state.out_of_service = reason
 
     def cache_lock(self, kind: ProofKindInfo) -> AbstractContextManager[object]:

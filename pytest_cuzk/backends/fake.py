@@ -52,8 +52,11 @@ class FakeBehaviour:
     delay_s: float = 0.0
     fail: str = ""  # answer FAILED with this message
     hang: bool = False  # never finish
+    freeze: bool = False  # the whole daemon stops answering, like a SIGSTOPped process
     malformed: bool = False  # one byte short
     wrong_proof: bool = False  # well-formed, but the proof of another request
+    replay_of: str = ""  # answer with the very proof given for that earlier job
+    answer_as: str = ""  # answer with this job id instead of the request's
 
 
 def fake_proof(request_id: str, kind: ProofKindInfo) -> bytes:
@@ -78,7 +81,9 @@ class _Engine(pb_grpc.ProvingEngineServicer):
 
     def _finish(self, req: pb.SubmitProofRequest, kind: ProofKindInfo, t0: float) -> None:
         rule = self.daemon.behaviour.get(kind.name, FakeBehaviour())
-        if rule.hang:
+        if rule.freeze:
+            self.daemon.frozen = True
+        if rule.hang or rule.freeze:
             return
         time.sleep(rule.delay_s)
         total = round((time.monotonic() - t0) * 1000)
@@ -87,11 +92,12 @@ class _Engine(pb_grpc.ProvingEngineServicer):
                 job_id=req.request_id, status=Status.FAILED, error_message=rule.fail
             )
         else:
-            proof = fake_proof(req.request_id + ("-other" if rule.wrong_proof else ""), kind)
+            proved = rule.replay_of or req.request_id + ("-other" if rule.wrong_proof else "")
+            proof = fake_proof(proved, kind)
             proof = proof[:-1] if rule.malformed else proof
             result = pb.AwaitProofResponse(
-                job_id=req.request_id, status=Status.COMPLETED, proof=proof, synthesis_ms=total // 2,
-                gpu_compute_ms=total // 2, total_ms=total,
+                job_id=rule.answer_as or req.request_id, status=Status.COMPLETED, proof=proof,
+                synthesis_ms=total // 2, gpu_compute_ms=total // 2, total_ms=total,
             )  # fmt: skip
         with self.lock:
             self.results[req.request_id] = result
@@ -100,9 +106,15 @@ class _Engine(pb_grpc.ProvingEngineServicer):
             self.lock.notify_all()
         self.daemon.proof_done()
 
+    def _thaw(self, context: grpc.ServicerContext) -> None:
+        """A frozen fake answers nothing, as a stopped process would."""
+        while self.daemon.frozen and context.is_active():
+            time.sleep(0.05)
+
     def SubmitProof(
         self, request: pb.SubmitProofRequest, context: grpc.ServicerContext
     ) -> pb.SubmitProofResponse:
+        self._thaw(context)
         try:
             kind = by_enum(request.proof_kind)
         except KeyError as exc:
@@ -113,6 +125,7 @@ class _Engine(pb_grpc.ProvingEngineServicer):
     def AwaitProof(
         self, request: pb.AwaitProofRequest, context: grpc.ServicerContext
     ) -> pb.AwaitProofResponse:
+        self._thaw(context)
         with self.lock:  # like cuzk, timeout_ms is ignored: only the client's deadline ends the wait
             while request.job_id not in self.results and context.is_active():
                 self.lock.wait(0.2)
@@ -129,6 +142,7 @@ class _Engine(pb_grpc.ProvingEngineServicer):
         return pb.CancelProofResponse(was_running=False)
 
     def GetStatus(self, request: pb.GetStatusRequest, context: grpc.ServicerContext) -> pb.GetStatusResponse:
+        self._thaw(context)
         with self.lock:
             return pb.GetStatusResponse(
                 total_proofs_completed=sum(self.completed.values()),
@@ -207,6 +221,7 @@ class FakeDaemon:
         self.die_after = die_after
         self.state = BackendState()
         self.proofs = 0
+        self.frozen = False  # like a SIGSTOPped daemon: nothing answers, nothing dies
         self.starts: list[int] = []  # batch size of each start
         self._server: grpc.Server | None = None
         self._batch: int | None = None
@@ -269,6 +284,17 @@ class FakeDaemon:
 
     def lost(self, reason: str) -> None:
         """A restart on the next bring_up, as for a spawned daemon."""
+
+    def stuck(self) -> str | None:
+        return "the fake is frozen" if self.frozen else None
+
+    def health(self, timeout_s: float) -> str | None:
+        return f"no answer to GetStatus for {timeout_s:g} s (frozen fake)" if self.frozen else None
+
+    def hung(self, reason: str) -> None:
+        self.frozen = False
+        self.stop()
+        self.state.restarts.append(f"restarted: {reason}")
 
     def cache_lock(self, kind: ProofKindInfo) -> AbstractContextManager[object]:
         return no_lock()

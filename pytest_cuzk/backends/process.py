@@ -26,7 +26,7 @@ from typing import Any
 import tomli_w
 
 from ..client import ProvingClient
-from ..errors import CuzkError, DaemonExited
+from ..errors import CuzkError, DaemonExited, NotCuzkServer, Unimplemented
 from ..wire.units import format_bytes
 
 if sys.version_info >= (3, 11):
@@ -41,6 +41,8 @@ __all__ = [
     "describe_exit",
     "listen_address",
     "oom_kill_count",
+    "process_state",
+    "stuck_state",
 ]
 
 EXIT_TIMEOUT = 10.0
@@ -106,6 +108,35 @@ def oom_kill_count() -> int | None:
                 if name == key:
                     return int(value)
     return None
+
+
+def stuck_state(pid: int | None) -> str | None:
+    """Why a live process cannot be making progress (stopped or traced), None when it can or is gone."""
+    if pid is None:
+        return None
+    import psutil
+
+    try:
+        status = psutil.Process(pid).status()
+    except psutil.Error:
+        return None
+    if status == psutil.STATUS_STOPPED:
+        return "process state stopped (SIGSTOP?)"
+    if status == psutil.STATUS_TRACING_STOP:
+        return "process state tracing stop (a debugger holds it)"
+    return None
+
+
+def process_state(pid: int | None) -> str:
+    """The process's scheduler state in words, for a hang message."""
+    if pid is None:
+        return "process not visible from here"
+    import psutil
+
+    try:
+        return f"process state {psutil.Process(pid).status()}"
+    except psutil.Error:
+        return "process gone"
 
 
 def describe_exit(returncode: int, oom_before: int | None = None, rss_peak: int | None = None) -> str:
@@ -249,6 +280,10 @@ class DaemonProcess:
                     client.status(timeout=min(2.0, max(0.2, deadline - time.monotonic())))
                 self.answered = True
                 return time.monotonic() - self.started_at
+            except Unimplemented as exc:
+                raise DaemonExited(
+                    f"{NotCuzkServer(self.address, exc.details)}; log {self.log_path}"
+                ) from exc
             except CuzkError as exc:
                 last = str(exc)
             if time.monotonic() >= deadline:

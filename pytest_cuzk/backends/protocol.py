@@ -72,12 +72,17 @@ class ColdStart:
 
 @dataclass
 class BackendState:
-    """What the run learnt about one daemon: its cold starts, restarts and readiness."""
+    """What the run learnt about one daemon: its cold starts, restarts, readiness and the proofs it gave.
+
+    ``proofs`` maps the sha256 of every proof the daemon returned in this run to its job id:
+    Groth16 proofs are randomised, so a repeat is a replayed or cached answer.
+    """
 
     cold: list[ColdStart] = field(default_factory=list)
     restarts: list[str] = field(default_factory=list)
     ready_kinds: set[str] = field(default_factory=set)
     out_of_service: str | None = None
+    proofs: dict[bytes, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,15 @@ class DaemonBackend(Protocol):
 
     def lost(self, reason: str) -> None:
         """The daemon died or stopped answering during a test."""
+
+    def stuck(self) -> str | None:
+        """Why the daemon cannot be making progress right now (its process is stopped), else None."""
+
+    def health(self, timeout_s: float) -> str | None:
+        """None when the daemon answers GetStatus within ``timeout_s``; else what was seen."""
+
+    def hung(self, reason: str) -> None:
+        """It answers nothing: kill and restart it before the next test, or take it out of the run."""
 
     def cache_lock(self, kind: ProofKindInfo) -> AbstractContextManager[object]:
         """Held while a circuit is set up and its PCE written, across daemons sharing a cache."""

@@ -20,7 +20,8 @@ from ..errors import DaemonExited
 from ..records import HostRecord
 from ..settings import Settings
 from ..wire.kinds import ProofKindInfo
-from .process import DaemonProcess, daemon_config, listen_address
+from .health import probe
+from .process import DaemonProcess, daemon_config, listen_address, stuck_state
 from .profiles import CuzkProfile
 from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare
 from .workspace import Workspace
@@ -168,6 +169,19 @@ class SpawnedDaemon:
 
     def lost(self, reason: str) -> None:
         """A crash: the next test's bring_up restarts it and records how it ended."""
+
+    def stuck(self) -> str | None:
+        return stuck_state(self.pid)
+
+    def health(self, timeout_s: float) -> str | None:
+        return probe(self.address, self.pid, timeout_s)
+
+    def hung(self, reason: str) -> None:
+        """Kill it now (a stopped process ignores SIGTERM), so the next test gets a fresh one."""
+        if self.process is not None:
+            self.process.stop(grace_s=0)
+            self.process = None
+        self.state.restarts.append(f"restarted: {reason}")
 
     def cache_lock(self, kind: ProofKindInfo) -> AbstractContextManager[object]:
         """Serialise setup and PCE writing of one circuit across daemons sharing a param cache (xdist)."""

@@ -10,7 +10,7 @@ import pytest
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
 from pytest_cuzk.cases import Case
 from pytest_cuzk.client import ProvingClient
-from pytest_cuzk.errors import DaemonExited
+from pytest_cuzk.errors import DaemonExited, DaemonHung
 from pytest_cuzk.runner import CaseResult, Runner, run_case
 from pytest_cuzk.settings import resolve_settings
 from pytest_cuzk.testdata import TestData
@@ -34,11 +34,10 @@ def _run(
     with ProvingClient(daemon.address) as client:
         runner = Runner(
             client=client,
+            backend=daemon,
             make_request=lambda: data.request(case.kind),
             proof_timeout_s=timeout_s,
-            alive=daemon.alive,
-            gone=daemon.gone,
-            death_message=daemon.death_message,
+            probe_timeout_s=min(timeout_s, 1.0),
             verify=daemon.profile().verifier(case.kind),
         )
         return run_case(case, runner, proofs, benchmark=None)
@@ -94,6 +93,54 @@ def test_a_daemon_that_dies_mid_wave_is_reported_as_a_death(daemon, pytester):
     daemon.behaviour["winning"] = FakeBehaviour(delay_s=0.05)
     with pytest.raises(
         DaemonExited,
-        match=r"daemon died during a winning proof: fake daemon stopped after \d+ proofs \(die_after=1\)",
+        match=r"daemon died during a wave of 4 winning proofs \(jobs .* to .*\): fake daemon stopped",
     ):
         _run(daemon, pytester, Case("local", WINNING, 1, 4), proofs=8)
+
+
+def test_a_daemon_that_freezes_mid_proof_is_named_hung_not_slow(daemon, pytester):
+    daemon.behaviour["winning"] = FakeBehaviour(freeze=True)
+    with pytest.raises(DaemonHung, match=r"daemon hung: the fake is frozen during winning proof job "):
+        _run(daemon, pytester, Case("local", WINNING, 1, 1), proofs=1, timeout_s=30)
+
+
+def test_a_daemon_that_answers_nothing_after_a_timeout_is_hung(daemon, pytester):
+    daemon.behaviour["winning"] = FakeBehaviour(hang=True)
+    original = daemon.stuck
+    daemon.stuck = lambda: None  # an attached daemon: its process cannot be looked at
+    daemon.health = lambda timeout_s: f"no answer to GetStatus for {timeout_s:g} s, process not visible"
+    try:
+        with pytest.raises(
+            DaemonHung,
+            match=r"daemon hung: no answer to GetStatus for 0.5 s, .* during winning proof job .* timed out",
+        ):
+            _run(daemon, pytester, Case("local", WINNING, 1, 1), proofs=1, timeout_s=0.5)
+    finally:
+        daemon.stuck = original
+
+
+def test_a_proof_repeated_from_an_earlier_job_is_a_replay(daemon, pytester):
+    result = _run(daemon, pytester, Case("local", WINNING, 1, 1), proofs=1)
+    (first,) = result.ok
+    daemon.behaviour["winning"] = FakeBehaviour(replay_of=first.job_id)
+    result = _run(daemon, pytester, Case("local", WINNING, 1, 1), proofs=1)
+    (record,) = result.failed
+    assert record.error == (
+        f"the proof is byte-identical to job {first.job_id}'s: Groth16 proofs are randomised, "
+        "so this is a replay or a cache"
+    )
+
+
+def test_an_answer_for_another_job_fails(daemon, pytester):
+    daemon.behaviour["winning"] = FakeBehaviour(answer_as="someone-else")
+    result = _run(daemon, pytester, Case("local", WINNING, 1, 1), proofs=1)
+    (record,) = result.failed
+    assert record.error == f"the answer is for job 'someone-else', not for {record.job_id!r}"
+
+
+def test_why_names_each_distinct_reason_once_with_its_count(daemon, pytester):
+    daemon.behaviour["winning"] = FakeBehaviour(fail="synthesis failed: randomness must be exactly 32 bytes")
+    result = _run(daemon, pytester, Case("local", WINNING, 1, 2), proofs=4)
+    assert result.why() == (
+        "4 of 4 winning proofs failed: 4x FAILED: synthesis failed: randomness must be exactly 32 bytes"
+    )

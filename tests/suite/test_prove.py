@@ -8,6 +8,5 @@ from __future__ import annotations
 
 def test_prove(cuzk_case, cuzk_run):
     result = cuzk_run(cuzk_case)
-    assert result.ok, f"no {cuzk_case.kind.name} proof succeeded"
-    assert not result.failed, "failed proofs: " + "; ".join(f"{p.job_id}: {p.error}" for p in result.failed)
+    assert result.ok and not result.failed, result.why()
     assert all(p.proof_len == cuzk_case.kind.proof_len for p in result.ok)

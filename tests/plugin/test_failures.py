@@ -1,0 +1,34 @@
+"""Failures name their real cause, and the run goes on: hangs, failed proofs, a daemon taken out."""
+
+from __future__ import annotations
+
+import pytest
+from support import PROVE_SOURCE
+
+from pytest_cuzk.backends.fake import FakeBehaviour
+
+
+@pytest.mark.parametrize(
+    ("when", "outcome"), [("warm-up", {"errors": 1}), ("case", {"failed": 1})], ids=["in-warm-up", "in-case"]
+)
+def test_a_frozen_daemon_fails_as_hung_and_the_next_test_gets_a_new_one(fake_run, when, outcome):
+    args = ("-k", "winning or wpost", "--cuzk-batch-sizes=1", "--cuzk-proof-timeout=30")
+    args += ("--cuzk-skip-warmup",) if when == "case" else ()
+    behaviour = {"wpost": FakeBehaviour(freeze=True)}
+    result, (daemon,) = fake_run({"test_prove": PROVE_SOURCE}, *args, behaviour=behaviour)
+    result.assert_outcomes(passed=1, **outcome)
+    during = "the wpost warm-up proof" if when == "warm-up" else "wpost proof job"
+    result.stdout.fnmatch_lines([f"daemon hung: the fake is frozen during {during} *"])
+    assert "During handling" not in result.stdout.str(), "the message once, not chained"
+    assert daemon.starts == [1, 1], "the frozen daemon was replaced before the next test"
+    result.stdout.fnmatch_lines(["*restarted: daemon hung: the fake is frozen*"])
+
+
+def test_a_case_whose_every_proof_fails_says_why(fake_run):
+    fail = FakeBehaviour(fail="C1 parse failed: failed to parse C1 output wrapper JSON")
+    args = ("-k", "porep and batch1", "--cuzk-skip-warmup")  # else the warm-up proof fails first
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, behaviour={"porep": fail})
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*2 of 2 porep proofs failed: 2x FAILED: C1 parse failed: failed to parse C1 output wrapper JSON*"]
+    )
