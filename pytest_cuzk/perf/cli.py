@@ -62,12 +62,11 @@ def _size(option: str) -> Callable[[str], int]:
 
 def _dollars(text: str) -> float:
     try:
-        value = float(text)
+        if (value := float(text)) >= 0:
+            return value
     except ValueError:
-        value = -1.0
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"invalid price {text!r}: dollars per hour, e.g. 1.5")
-    return value
+        pass
+    raise argparse.ArgumentTypeError(f"invalid price {text!r}: dollars per hour, e.g. 1.5")
 
 
 EPILOG = "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM, 2 usage error"

@@ -8,6 +8,7 @@ like it, measured, and whether the measured peaks fit its RAM (see ``predict``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -98,10 +99,9 @@ HEADS = ("kind", "offer", "machine", "gpus", ">ram", ">$/h", ">proofs/h", "basis
 
 def as_json(e: Estimate) -> dict[str, Any]:
     """One ranked row for scripts: the offer's fields as read, then the estimate (bytes, dollars)."""
-    o = e.offer
     return {
         "kind": e.kind,
-        "offer": {k: getattr(o, k) for k in o.__dataclass_fields__},
+        "offer": dataclasses.asdict(e.offer),
         "basis": e.basis,
         "proofs_per_hour": e.per_hour,
         "spread": None if e.low is None else [e.low, e.high],
