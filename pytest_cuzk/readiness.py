@@ -3,7 +3,9 @@
 A daemon is ready for a kind once PreloadSRS answered, a warm-up proof of that kind
 completed and checked out, and the kind's ``pce-*.bin`` is complete in the param cache
 (final name, cuzk's magic, a stable size, and for cuzk written since the daemon started).
-Each stage is timed into the daemon's ``ColdStart`` record.
+Each stage is timed into the daemon's ``ColdStart`` record, with the kernel's RSS high-water
+mark over a kind's stages: the first PCE extraction, not the proofs, is what OOM-kills a host
+with too little RAM.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from .backends.protocol import ColdStart, DaemonBackend
 from .client import ProvingClient
 from .errors import DaemonExited, DaemonHung, DeadlineExceeded, ProofTimeout, ReadinessError, RpcError
+from .proctree import ProcessTree
 from .proofcheck import check_proof
 from .proto import pb
 from .settings import Settings
@@ -64,6 +67,9 @@ class Readiness:
         try:
             with ProvingClient(backend.address, default_timeout=self.settings.call_timeout) as client:
                 for kind in todo:
+                    tree = ProcessTree(backend.pid) if backend.pid and not self.settings.skip_warmup else None
+                    if tree:
+                        tree.reset_hwm()
                     with backend.cache_lock(kind):
                         t0 = time.monotonic()
                         load = functools.partial(
@@ -73,6 +79,8 @@ class Readiness:
                         cold.srs_load_s[kind.name] = time.monotonic() - t0
                         if not self.settings.skip_warmup:
                             self._warm_up(client, backend, kind, cold)
+                    if tree:
+                        _record_peak(tree, kind.name, cold)
                     backend.state.ready_kinds.add(kind.name)
         except DaemonHung as exc:
             backend.hung(str(exc))
@@ -126,3 +134,11 @@ class Readiness:
                 )
             time.sleep(0.2)
         cold.pce_s[kind.name] = time.monotonic() - t1
+
+
+def _record_peak(tree: ProcessTree, kind: str, cold: ColdStart) -> None:
+    """Keep the higher peak: a low-memory warm-up and the full daemon's share one record."""
+    tree.sample(time.monotonic())
+    peak = tree.hwm_bytes()
+    if peak is not None:
+        cold.warmup_rss_peak_bytes[kind] = max(peak, cold.warmup_rss_peak_bytes.get(kind, 0))

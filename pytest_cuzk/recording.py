@@ -15,7 +15,7 @@ import pytest
 from .backends.protocol import DaemonBackend
 from .figures import METRICS, Figures
 from .records import RunRecord, TestRecord
-from .settings import Settings
+from .settings import Settings, daemon_value
 
 if TYPE_CHECKING:
     from .cases import Case
@@ -68,17 +68,20 @@ class Recorder:
                     "pce_s": cold.pce_s.get(kind, 0.0) if cold else 0.0,
                 },
                 sampler_interval_s=figures.memory.interval_s if figures.memory else None,
+                warmup_rss_peak_bytes=cold.warmup_rss_peak_bytes.get(kind) if cold else None,
+                lowmem_warmup=cold.lowmem_warmup if cold else None,
                 label=case.label,
             )
         )
 
     def run_record(self, backend: DaemonBackend) -> RunRecord:
-        """A daemon's run: its host, its build, its configuration."""
+        """A daemon's run: its host and the identity it is rented by, its build, its configuration."""
         s = self.settings
         return RunRecord(
             host=backend.host_record(),
             daemon_build=backend.profile().identity(),
             label=backend.label,
+            host_id=daemon_value(s.host_ids, backend.address) or "",
             batch_size=s.batch_sizes[0] if len(s.batch_sizes) == 1 else None,
             concurrency=max(s.concurrency),
             preset=backend.profile().preset(),

@@ -18,7 +18,10 @@ __all__ = ["HostRecord", "ResultRow", "RunRecord", "TestRecord"]
 
 @dataclass(frozen=True)
 class HostRecord:
-    """What a host is; ``fingerprint`` groups runs of the same hardware and driver stack."""
+    """What a host is; ``fingerprint`` groups runs of the same hardware and driver stack.
+
+    ``hostname`` is the run's own (two machines built alike share a fingerprint, not a name).
+    """
 
     fingerprint: str
     gpu_models: list[str]
@@ -66,11 +69,16 @@ class HostRecord:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One daemon measured in one pytest session (a fleet session makes one run per daemon)."""
+    """One daemon measured in one pytest session (a fleet session makes one run per daemon).
+
+    ``label``, ``host.hostname`` and ``host_id`` (the provider's machine id) are the identity
+    the host is rented by: the next offer of the same machine is matched by ``host_id``.
+    """
 
     host: HostRecord
     daemon_build: str
     label: str = ""
+    host_id: str = ""
     batch_size: int | None = None
     concurrency: int | None = None
     preset: str | None = None
@@ -100,6 +108,8 @@ class TestRecord:
     vram_peak_bytes: int | None = None
     cold_start: dict[str, float] = field(default_factory=dict)  # start/ready/srs_load/warmup/pce seconds
     sampler_interval_s: float | None = None
+    warmup_rss_peak_bytes: int | None = None  # SRS load, warm-up proof and PCE extraction
+    lowmem_warmup: bool | None = None  # whether that warm-up ran with the low-memory config
     label: str = ""
     finished_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 

@@ -43,7 +43,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x6375_7A6B  # "cuzk": serializes schema changes between fleet machines
 
@@ -84,7 +84,7 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
     """Build the tables as they were at ``version``; a column tagged ``since`` appeared then."""
     md = sa.MetaData()
     sa.Table("schema_version", md, sa.Column("version", sa.Integer, nullable=False))
-    cols: list[sa.Column[Any]] = [
+    tests: list[sa.Column[Any]] = [
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.run_id"), nullable=False, index=True),
         sa.Column("nodeid", sa.Text, nullable=False),
@@ -98,8 +98,29 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
         sa.Column("rss_peak_bytes", sa.BigInteger),
         sa.Column("vram_peak_bytes", sa.BigInteger),
         sa.Column("cold_start", sa.JSON),
+        # v2: a 1 s sampler misses peaks a 100 ms one catches.
         sa.Column("sampler_interval_s", sa.Float, info=_since(2)),
+        # v3: the first PCE extraction, not the proofs, is what OOM-kills a host with too little RAM.
+        sa.Column("warmup_rss_peak_bytes", sa.BigInteger, info=_since(3)),
+        sa.Column("lowmem_warmup", sa.Boolean, info=_since(3)),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=False),
+    ]
+    runs: list[sa.Column[Any]] = [
+        sa.Column("run_id", sa.String(36), primary_key=True),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("finished_at", sa.DateTime(timezone=True)),
+        sa.Column("host_fingerprint", sa.String(64), sa.ForeignKey("hosts.fingerprint"), nullable=False),
+        sa.Column("daemon_build", sa.Text, nullable=False, index=True),
+        sa.Column("label", sa.Text, nullable=False, default=""),
+        # v3: the identity a host is rented by, so the next offer of the same machine matches.
+        *(
+            sa.Column(n, sa.Text, nullable=False, default="", server_default="", info=_since(3))
+            for n in ("hostname", "host_id")
+        ),
+        sa.Column("batch_size", sa.Integer),
+        sa.Column("concurrency", sa.Integer),
+        sa.Column("preset", sa.Text),
+        sa.Column("extra", sa.JSON),
     ]
     sa.Table(
         "hosts",
@@ -111,32 +132,36 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
         sa.Column("cpu_model", sa.Text, nullable=False),
         sa.Column("cpu_cores", sa.Integer, nullable=False),
         sa.Column("ram_bytes", sa.BigInteger, nullable=False),
+        # hostname: the first run's; each run keeps its own since v3
         *(sa.Column(n, sa.Text, nullable=False, default="") for n in ("driver", "cuda", "hostname")),
     )
-    sa.Table(
-        "runs",
-        md,
-        sa.Column("run_id", sa.String(36), primary_key=True),
-        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("finished_at", sa.DateTime(timezone=True)),
-        sa.Column("host_fingerprint", sa.String(64), sa.ForeignKey("hosts.fingerprint"), nullable=False),
-        sa.Column("daemon_build", sa.Text, nullable=False, index=True),
-        sa.Column("label", sa.Text, nullable=False, default=""),
-        sa.Column("batch_size", sa.Integer),
-        sa.Column("concurrency", sa.Integer),
-        sa.Column("preset", sa.Text),
-        sa.Column("extra", sa.JSON),
-    )
-    sa.Table("tests", md, *[c for c in cols if c.info.get("since", 1) <= version])
+    sa.Table("runs", md, *[c for c in runs if c.info.get("since", 1) <= version])
+    sa.Table("tests", md, *[c for c in tests if c.info.get("since", 1) <= version])
     return md
 
 
-def _add_sampler_interval(conn: sa.Connection) -> None:
-    """v2: record the sampler interval, since a 1 s sampler misses peaks a 100 ms one catches."""
-    conn.execute(sa.text("ALTER TABLE tests ADD COLUMN sampler_interval_s FLOAT"))
+def _add_columns(conn: sa.Connection, version: int) -> None:
+    """Add the columns tagged ``since=version``, as ``build_metadata`` declares them."""
+    for table in build_metadata(version).tables.values():
+        for column in table.columns:
+            if column.info.get("since") == version:
+                ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
+                conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {ddl}"))
 
 
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_sampler_interval}
+def _add_host_identity(conn: sa.Connection) -> None:
+    """v3: runs keep their hostname and provider machine id; tests their warm-up peak."""
+    _add_columns(conn, 3)
+    hosts = sa.table("hosts", sa.column("fingerprint"), sa.column("hostname"))
+    runs = sa.table("runs", sa.column("host_fingerprint"), sa.column("hostname"))
+    of_run = sa.select(hosts.c.hostname).where(hosts.c.fingerprint == runs.c.host_fingerprint)
+    conn.execute(runs.update().values(hostname=of_run.scalar_subquery()))
+
+
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
+    2: lambda conn: _add_columns(conn, 2),
+    3: _add_host_identity,
+}
 
 
 def schema_version(conn: sa.Connection) -> int | None:
@@ -269,7 +294,11 @@ class ResultsDB:
             insert = _INSERT[conn.dialect.name]
             conn.execute(insert(self._hosts).values(**asdict(run.host)).on_conflict_do_nothing())  # type: ignore[attr-defined]
             values = {k: v for k, v in asdict(run).items() if k != "host"}
-            conn.execute(self._runs.insert().values(host_fingerprint=run.host.fingerprint, **values))
+            conn.execute(
+                self._runs.insert().values(
+                    host_fingerprint=run.host.fingerprint, hostname=run.host.hostname, **values
+                )
+            )
         return run.run_id
 
     def record_test(self, test: TestRecord) -> None:
@@ -323,9 +352,8 @@ class ResultsDB:
         run = _pick(m, "runs", RunRecord)
         test.update(cold_start=test["cold_start"] or {}, finished_at=_utc(test["finished_at"]))
         run.update(extra=run["extra"] or {}, started_at=_utc(run["started_at"]))
-        return ResultRow(
-            TestRecord(**test), RunRecord(host=HostRecord(**_pick(m, "hosts", HostRecord)), **run)
-        )
+        host = HostRecord(**(_pick(m, "hosts", HostRecord) | {"hostname": m["runs_hostname"]}))
+        return ResultRow(TestRecord(**test), RunRecord(host=host, **run))
 
     def builds(self) -> list[tuple[str, dt.datetime, int]]:
         """(build, first seen, run count) for every daemon build, oldest first."""

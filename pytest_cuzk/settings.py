@@ -18,7 +18,7 @@ import pytest
 from .wire.kinds import KINDS, by_name
 from .wire.units import parse_size, parse_thresholds
 
-__all__ = ["OPTIONS", "Settings", "add_options", "resolve_settings"]
+__all__ = ["OPTIONS", "THIS_DAEMON", "Settings", "add_options", "daemon_value", "resolve_settings"]
 
 DEFAULT_ADDR = "127.0.0.1:9820"
 QUICK_CALL_S = 60.0
@@ -96,7 +96,21 @@ OPTIONS: tuple[Option, ...] = (
         "baseline", "Saved pytest-benchmark JSON to compare against (default: the --benchmark-compare run)"
     ),
     Option("plots", "Directory for per-test memory plots (PNG)"),
-    Option("label", "Host label for a daemon address in test ids: ADDR=NAME (repeatable)", (), "list"),
+    Option(
+        "label",
+        "Host label in test ids and the results database: ADDR=NAME per daemon (repeatable), or NAME for "
+        "the run's only daemon",
+        (),
+        "list",
+    ),
+    Option(
+        "host-id",
+        "The provider's id of the machine a daemon runs on (vast.ai's machine_id), recorded with each run "
+        "so cuzk-perf offers can match the next offer of that machine: ADDR=ID per daemon (repeatable), or "
+        "ID for the run's only daemon",
+        (),
+        "list",
+    ),
     Option(
         "results-db",
         "Record every test in this database: a SQLAlchemy URL (sqlite:///FILE, postgresql://...) or "
@@ -137,6 +151,7 @@ class Settings:
     baseline: Path | None = None
     plots: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    host_ids: dict[str, str] = field(default_factory=dict)
     results_db: str | None = None
 
     @property
@@ -282,6 +297,23 @@ def _pairs(values: Any, where: str, what: str) -> dict[str, str]:
     return out
 
 
+THIS_DAEMON = ""  # the key of a bare --cuzk-label NAME or --cuzk-host-id ID: the run's only daemon
+
+
+def _identities(values: Any, where: str, what: str, daemons: int) -> dict[str, str]:
+    """``ADDR=VALUE`` per daemon, or a bare ``VALUE`` (kept under THIS_DAEMON) when there is one daemon."""
+    bare = [v for v in values or () if "=" not in str(v) and str(v).strip()]
+    if bare and daemons > 1:
+        raise pytest.UsageError(f"Invalid value {bare[0]!r} from {where}: with several daemons use {what}")
+    out = _pairs([v for v in values or () if v not in bare], where, what)
+    return out | ({THIS_DAEMON: str(bare[-1]).strip()} if bare else {})
+
+
+def daemon_value(values: dict[str, str], address: str) -> str | None:
+    """What ``--cuzk-label`` or ``--cuzk-host-id`` says of the daemon at ``address``."""
+    return values.get(address) or values.get(THIS_DAEMON)
+
+
 def _address(addr: str, where: str, hint: str) -> None:
     from .wire.addresses import parse_address
 
@@ -358,6 +390,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         compare_fail=_compare_fail(raw["compare-fail"][0], raw["compare-fail"][1]),
         baseline=path("baseline"),
         plots=path("plots"),
-        labels=_pairs(raw["label"][0], raw["label"][1], "ADDR=NAME"),
+        labels=_identities(*raw["label"], "ADDR=NAME", len(attach)),
+        host_ids=_identities(*raw["host-id"], "ADDR=ID", len(attach)),
         results_db=str(results_db) if results_db else None,
     )

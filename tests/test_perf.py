@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import json
 from importlib.metadata import entry_points
@@ -20,30 +21,41 @@ GIB = 2**30
 T0 = dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc)
 A40 = HostRecord.of(
     gpu_models=["NVIDIA A40"] * 2, gpu_count=2, vram_total_bytes=96 * GIB, cpu_model="EPYC 7543",
-    cpu_cores=64, ram_bytes=2048 * GIB, driver="550.54", cuda="12.4",
+    cpu_cores=64, ram_bytes=2048 * GIB, driver="550.54", cuda="12.4", hostname="c.8123",
 )  # fmt: skip
+A40_TWIN = dataclasses.replace(A40, hostname="c.9001")
 RTX = HostRecord.of(
     gpu_models=["NVIDIA GeForce RTX 4090"], gpu_count=1, vram_total_bytes=24 * GIB, cpu_model="Ryzen 9 7950X",
-    cpu_cores=16, ram_bytes=256 * GIB, driver="550.54", cuda="12.4",
+    cpu_cores=16, ram_bytes=256 * GIB, driver="550.54", cuda="12.4", hostname="rig-4090",
 )  # fmt: skip
 
-# (host, label, build, day, [(kind, batch, j, proofs/hour, p50 s, RSS peak GiB)])
+# (host, label, machine id, build, day, [(kind, batch, j, proofs/hour, p50 s, RSS peak GiB)])
 # "bad" regresses PoRep batch 1 on the 4090 (throughput -8%, RSS +11%); "good" stays within 5%/10%.
+# The two A40 machines are built alike (one fingerprint) and rented apart (label, hostname, machine id).
 FLEET = [
-    (A40, "a40", "sha256:base0001", 0, [("porep", 1, 1, 35.9, 90.0, 180), ("porep", 2, 1, 30.0, 100.0, 300),
-                                        ("winning", 1, 1, 900.0, 2.0, 10)]),
-    (RTX, "4090", "sha256:base0001", 1, [("porep", 1, 1, 41.3, 80.0, 180), ("porep", 2, 1, 50.0, 70.0, 230)]),
-    (RTX, "4090", "sha256:bad00002", 2, [("porep", 1, 1, 38.0, 85.0, 200), ("porep", 2, 1, 51.0, 70.0, 231)]),
-    (RTX, "4090", "sha256:good0003", 3, [("porep", 1, 1, 40.5, 81.0, 185), ("porep", 2, 1, 52.0, 69.0, 229)]),
+    (A40, "a40", "20481", "sha256:base0001", 0,
+     [("porep", 1, 1, 35.9, 90.0, 180), ("porep", 2, 1, 30.0, 100.0, 300),
+      ("winning", 1, 1, 900.0, 2.0, 10)]),
+    (A40_TWIN, "a40-2", "20482", "sha256:base0001", 0, [("porep", 1, 1, 34.0, 92.0, 182)]),
+    (RTX, "4090", "31337", "sha256:base0001", 1,
+     [("porep", 1, 1, 41.3, 80.0, 180), ("porep", 2, 1, 50.0, 70.0, 230)]),
+    (RTX, "4090", "31337", "sha256:bad00002", 2,
+     [("porep", 1, 1, 38.0, 85.0, 200), ("porep", 2, 1, 51.0, 70.0, 231)]),
+    (RTX, "4090", "31337", "sha256:good0003", 3,
+     [("porep", 1, 1, 40.5, 81.0, 185), ("porep", 2, 1, 52.0, 69.0, 229)]),
 ]  # fmt: skip
 
 
 @pytest.fixture
 def fleet(db_url: str) -> str:
     with ResultsDB(db_url) as db:
-        for host, label, build, day, tests in FLEET:
+        for host, label, machine, build, day, tests in FLEET:
             run = RunRecord(
-                host=host, daemon_build=build, label=label, started_at=T0 + dt.timedelta(days=day)
+                host=host,
+                daemon_build=build,
+                label=label,
+                host_id=machine,
+                started_at=T0 + dt.timedelta(days=day),
             )
             db.start_run(run)
             for kind, b, j, per_hour, p50, rss in tests:
@@ -79,30 +91,39 @@ def body(out: str) -> list[list[str]]:
     return rows
 
 
-def test_hosts_ranks_hosts_by_measured_throughput(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_hosts_ranks_machines_by_measured_throughput(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = perf(capsys, fleet, "hosts")
     assert code == 0
     rows = body(out)
-    assert [(r[0], r[2], r[5], r[6], r[7], r[8]) for r in rows] == [
-        ("porep", "4090", "3", "52.0", "38.0..52.0", "batch2-j1"),
-        ("porep", "a40", "1", "35.9", "30.0..35.9", "batch1-j1"),
-        ("winning", "a40", "1", "900.0", "900.0..900.0", "batch1-j1"),
+    assert [(r[0], r[1], r[2], r[3], *r[7:]) for r in rows] == [
+        ("porep", "4090", "rig-4090", "31337", "3", "52.0", "38.0..52.0", "batch2-j1"),
+        ("porep", "a40", "c.8123", "20481", "1", "35.9", "30.0..35.9", "batch1-j1"),
+        ("porep", "a40-2", "c.9001", "20482", "1", "34.0", "34.0..34.0", "batch1-j1"),
+        ("winning", "a40", "c.8123", "20481", "1", "900.0", "900.0..900.0", "batch1-j1"),
     ]
     header, rule = out.splitlines()[:2]
     assert len(header) == len(rule)  # the last column's title is as wide as its rule: columns line up
-    assert rows[0][1] == RTX.fingerprint[:12]
+    assert cells(header)[:5] == ["kind", "label", "hostname", "machine id", "fingerprint"]
+    assert rows[0][4] == RTX.fingerprint[:12] and rows[1][4] == rows[2][4] == A40.fingerprint[:12]
+    assert (rows[0][5], rows[0][6]) == ("1x NVIDIA GeForce RTX 4090", "256.0 GiB")
 
 
-def test_history_follows_builds_in_time_order(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_history_keeps_each_configuration_in_its_own_row(
+    fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = perf(capsys, fleet, "history", "--kind", "porep-c2", "--host", "4090")
     assert code == 0
-    assert [(r[1], r[2], r[4]) for r in body(out)] == [
-        ("sha256:base0001", "4090", "50.0"),
-        ("sha256:bad00002", "4090", "51.0"),
-        ("sha256:good0003", "4090", "52.0"),
+    assert cells(out.splitlines()[0])[1:6] == ["build", "host", "batch", "j", "runs"]
+    assert [(r[1], r[2], r[3], r[4], r[6]) for r in body(out)] == [
+        ("sha256:base0001", "4090", "1", "1", "41.3"),
+        ("sha256:base0001", "4090", "2", "1", "50.0"),
+        ("sha256:bad00002", "4090", "1", "1", "38.0"),
+        ("sha256:bad00002", "4090", "2", "1", "51.0"),
+        ("sha256:good0003", "4090", "1", "1", "40.5"),
+        ("sha256:good0003", "4090", "2", "1", "52.0"),
     ]
     code, out, _ = perf(capsys, fleet, "history", "--kind", "porep", "--host", A40.fingerprint[:8])
-    assert [r[2] for r in body(out)] == ["a40"]
+    assert [(r[2], r[3]) for r in body(out)] == [("a40", "1"), ("a40", "2"), ("a40-2", "1")]
 
 
 def test_compare_fails_on_a_planted_regression(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -145,7 +166,7 @@ def test_export_csv_and_json(fleet: str, capsys: pytest.CaptureFixture[str], tmp
     assert perf(capsys, fleet, "export", "--format", "csv", "-o", str(tmp_path / "r.csv"))[0] == 0
     with open(tmp_path / "r.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == 9
+    assert len(rows) == 10
     assert json.loads(rows[0]["host_gpu_models"]) == ["NVIDIA A40", "NVIDIA A40"]
     code, out, _ = perf(capsys, fleet, "export", "--format", "json", "--build", "sha256:bad00002")
     records = json.loads(out)
@@ -172,7 +193,7 @@ def test_plot_writes_pngs(fleet: str, capsys: pytest.CaptureFixture[str], tmp_pa
 @pytest.mark.parametrize(
     ("ram", "expected"),
     [("512GiB", "porep: use batch size 2, concurrency 1 (50.5 proofs/hour, RSS peak 300.0 GiB)"),
-     ("256GiB", "porep: use batch size 1, concurrency 1 (39.2 proofs/hour, RSS peak 200.0 GiB)"),
+     ("256GiB", "porep: use batch size 1, concurrency 1 (38.0 proofs/hour, RSS peak 200.0 GiB)"),
      ("274877906944", "porep: use batch size 1, concurrency 1")],
 )  # fmt: skip
 def test_recommend_picks_the_fastest_config_that_fits(
@@ -181,6 +202,17 @@ def test_recommend_picks_the_fastest_config_that_fits(
     code, out, _ = perf(capsys, fleet, "recommend", "--ram", ram, "--kind", "porep")
     assert code == 0
     assert expected in out
+
+
+def test_recommend_names_its_columns_and_prints_small_sizes_in_mib(
+    fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = perf(capsys, fleet, "recommend", "--ram", "512MiB", "--kind", "winning")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == "RAM 512 MiB less 15%: peaks must stay under 435 MiB"
+    assert cells(lines[1]) == ["kind", "batch", "j", "rss peak", "median/h", "hosts", "fits", "pick"]
+    assert "winning: nothing measured fits; the smallest peak is 10.0 GiB (batch 1, j 1)" in out
 
 
 def test_recommend_when_nothing_fits_or_no_data(

@@ -108,34 +108,57 @@ def test_creates_schema_at_current_version(db_url: str) -> None:
     assert {"sampler_interval_s", "rss_peak_bytes", "vram_peak_bytes", "cold_start"} <= columns
 
 
-def test_migrates_a_version_1_database_keeping_its_rows(db_url: str) -> None:
-    engine = create_engine(db_url)
-    v1 = build_metadata(1)
-    assert "sampler_interval_s" not in v1.tables["tests"].c
-    old_host = host()
+def write_old(
+    engine: sa.Engine, version: int, old_host: HostRecord, run: RunRecord, test: TestRecord
+) -> None:
+    """A database as pytest-cuzk wrote it at schema ``version``: only the columns that version had."""
+    md = build_metadata(version)
+
+    def known(table: str, values: dict[str, object]) -> dict[str, object]:
+        return {k: v for k, v in values.items() if k in md.tables[table].c}
+
+    run_values = {k: v for k, v in dataclasses.asdict(run).items() if k != "host"}
     with engine.begin() as conn:
-        v1.create_all(conn)
-        conn.execute(v1.tables["schema_version"].insert().values(version=1))
-        conn.execute(v1.tables["hosts"].insert().values(**dataclasses.asdict(old_host)))
-        run = RunRecord(host=old_host, daemon_build="old-build")
+        md.create_all(conn)
+        conn.execute(md.tables["schema_version"].insert().values(version=version))
+        conn.execute(md.tables["hosts"].insert().values(**dataclasses.asdict(old_host)))
         conn.execute(
-            v1.tables["runs"]
+            md.tables["runs"]
             .insert()
-            .values(host_fingerprint=old_host.fingerprint, run_id=run.run_id, started_at=run.started_at)
-            .values(daemon_build="old-build", label="", extra={})
+            .values(host_fingerprint=old_host.fingerprint, **known("runs", run_values))
         )
-        old = make_test(run.run_id, sampler_interval_s=None)
-        values = {k: v for k, v in dataclasses.asdict(old).items() if k != "sampler_interval_s"}
-        conn.execute(v1.tables["tests"].insert().values(**values))
+        conn.execute(md.tables["tests"].insert().values(**known("tests", dataclasses.asdict(test))))
     engine.dispose()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) -> None:
+    assert "sampler_interval_s" not in build_metadata(1).tables["tests"].c
+    assert "host_id" not in build_metadata(2).tables["runs"].c
+    old_host = host(hostname="first-a40")
+    run = RunRecord(host=old_host, daemon_build="old-build", label="a40", extra={})
+    old = make_test(run.run_id, sampler_interval_s=0.1 if version > 1 else None)
+    write_old(create_engine(db_url), version, old_host, run, old)
 
     with ResultsDB(db_url) as db:
         with db.engine.connect() as conn:
-            assert schema_version(conn) == 2
+            assert schema_version(conn) == SCHEMA_VERSION == 3
+            runs = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
+        assert {"hostname", "host_id"} <= runs
         (row,) = db.rows()
-        assert row.test == old
-        db.record_test(make_test(run.run_id, "new", sampler_interval_s=0.05))
-        assert [r.test.sampler_interval_s for r in db.rows()] == [None, 0.05]
+        assert row.test == old  # the warm-up peak was not measured then: None, not 0
+        assert (row.test.warmup_rss_peak_bytes, row.test.lowmem_warmup) == (None, None)
+        assert row.run == run  # its hostname came over from the hosts table; no machine id
+        assert (row.run.host.hostname, row.run.host_id) == ("first-a40", "")
+        twin = RunRecord(host=host(hostname="second-a40"), daemon_build="new", label="a40-2", host_id="22990")
+        db.start_run(twin)
+        db.record_test(make_test(twin.run_id, "new", warmup_rss_peak_bytes=230 * GIB, lowmem_warmup=False))
+        rows = db.rows()
+        assert [(r.run.host.hostname, r.run.host_id) for r in rows] == [
+            ("first-a40", ""),
+            ("second-a40", "22990"),
+        ]
+        assert [r.test.warmup_rss_peak_bytes for r in rows] == [None, 230 * GIB]
         assert migrate(db.engine) == SCHEMA_VERSION  # a second pass changes nothing
 
 
@@ -152,21 +175,25 @@ def test_round_trip_and_filters(db_url: str) -> None:
         a = RunRecord(host=host(), daemon_build="sha256:aaaa", label="a40", batch_size=2, concurrency=1,
                       preset="default", extra={"mode": "attach"})  # fmt: skip
         b = RunRecord(host=other, daemon_build="sha256:bbbb", label="4090")
-        c = RunRecord(host=host(hostname="twin"), daemon_build="sha256:bbbb", label="a40-twin")
+        c = RunRecord(host=host(hostname="twin"), daemon_build="sha256:bbbb", label="a40-twin", host_id="7")
         for run in (a, b, c):
             db.start_run(run)
         assert db.run_finished_at(a.run_id) is None
         tests = [make_test(a.run_id), make_test(b.run_id, kind="snap", vram_peak_bytes=None, cold_start={})]
+        tests.append(make_test(c.run_id, warmup_rss_peak_bytes=250 * GIB, lowmem_warmup=True))
         for t in tests:
             db.record_test(t)
         db.finish_run(a.run_id)
 
         rows = db.rows()
         assert [r.test for r in rows] == tests
-        assert rows[0].run == a and rows[0].run.host == host()  # the first writer's host facts stay
+        assert rows[0].run == a and rows[0].run.host == host()
         assert db.run_finished_at(a.run_id) is not None
         assert [r.test.kind for r in db.rows(kind="snap")] == ["snap"]
-        assert [r.run.label for r in db.rows(build="sha256:bbbb")] == ["4090"]
+        # Twins share the hardware facts (the first writer's) and keep their own name and machine id.
+        assert rows[2].run == c and rows[2].run.host.hostname == "twin"
+        assert rows[2].run.host.fingerprint == rows[0].run.host.fingerprint
+        assert [r.run.label for r in db.rows(build="sha256:bbbb")] == ["4090", "a40-twin"]
         assert [r.run.label for r in db.rows(host="4090")] == ["4090"]
         assert [r.run.label for r in db.rows(host=other.fingerprint[:6])] == ["4090"]
         assert [(build, n) for build, _, n in db.builds()] == [("sha256:aaaa", 1), ("sha256:bbbb", 2)]

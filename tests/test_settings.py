@@ -34,7 +34,7 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         (["--cuzk-max-rss=lots"], "Invalid size 'lots' from option --cuzk-max-rss"),
         (["--cuzk-compare-fail=mean:5%"], "Invalid threshold 'mean:5%' from option --cuzk-compare-fail"),
         (["--cuzk-input=porp=x.json"], "unknown proof kind 'porp'"),
-        (["--cuzk-label=nolabel"], "Invalid value 'nolabel' from option --cuzk-label: use ADDR=NAME"),
+        (["--cuzk-label=host:1="], "Invalid value 'host:1=' from option --cuzk-label: use ADDR=NAME"),
         (["--cuzk-lowmem-warmup=maybe"], "use auto, on or off"),
         (["--cuzk-proof-timeout=0"], "must be above 0"),
         (

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CuzkError
-from ..settings import Settings
+from ..settings import THIS_DAEMON, Settings, daemon_value
 from ..wire.addresses import label_from_address
 from .protocol import DaemonBackend, Mode
 from .workspace import Workspace
@@ -81,7 +81,7 @@ def _attached(s: Settings, addresses: tuple[str, ...], reason: str) -> DaemonCho
 
     backends = tuple(
         AttachedDaemon(
-            s.labels.get(addr) or label_from_address(addr),
+            daemon_value(s.labels, addr) or label_from_address(addr),
             addr,
             start_timeout_s=s.start_timeout,
             param_cache=s.param_cache,
@@ -91,13 +91,18 @@ def _attached(s: Settings, addresses: tuple[str, ...], reason: str) -> DaemonCho
     return DaemonChoice("attach", reason, backends)
 
 
+def _local_label(s: Settings) -> str:
+    """A daemon the plugin starts has no address yet: only a bare ``--cuzk-label NAME`` names it."""
+    return s.labels.get(THIS_DAEMON, LOCAL_LABEL)
+
+
 def _spawned(s: Settings, workspace: Workspace, binary: Path, reason: str) -> DaemonChoice:
     from .spawned import SpawnedCuzk
 
-    return DaemonChoice("spawn", reason, (SpawnedCuzk(LOCAL_LABEL, s, workspace, binary),))
+    return DaemonChoice("spawn", reason, (SpawnedCuzk(_local_label(s), s, workspace, binary),))
 
 
 def _reference(s: Settings, workspace: Workspace, reason: str) -> DaemonChoice:
     from .reference import ReferenceEngine
 
-    return DaemonChoice("ref", reason, (ReferenceEngine(LOCAL_LABEL, s, workspace),))
+    return DaemonChoice("ref", reason, (ReferenceEngine(_local_label(s), s, workspace),))

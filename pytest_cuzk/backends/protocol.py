@@ -42,7 +42,7 @@ Verifier = Callable[["pb.SubmitProofRequest", bytes], bool]
 
 @dataclass
 class ColdStart:
-    """Seconds each readiness stage took for one daemon configuration."""
+    """Seconds each readiness stage took for one daemon configuration, and each kind's RSS peak."""
 
     label: str
     batch_size: int | None
@@ -50,6 +50,7 @@ class ColdStart:
     srs_load_s: dict[str, float] = field(default_factory=dict)
     warmup_s: dict[str, float] = field(default_factory=dict)
     pce_s: dict[str, float] = field(default_factory=dict)
+    warmup_rss_peak_bytes: dict[str, int] = field(default_factory=dict)  # SRS load to PCE written
     lowmem_warmup: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -62,6 +63,7 @@ class ColdStart:
             "srs_load_s": {k: round(v, 3) for k, v in self.srs_load_s.items()},
             "warmup_s": {k: round(v, 3) for k, v in self.warmup_s.items()},
             "pce_s": {k: round(v, 3) for k, v in self.pce_s.items()},
+            "warmup_rss_peak_bytes": dict(self.warmup_rss_peak_bytes),
             "lowmem_warmup": self.lowmem_warmup,
         }
 

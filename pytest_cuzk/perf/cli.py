@@ -26,6 +26,7 @@ from .charts import cmd_plot
 from .compare import cmd_compare
 from .export import cmd_export
 from .hosts import cmd_history, cmd_hosts, cmd_recommend
+from .offers import cmd_offers
 
 __all__ = ["build_parser", "main", "parse_fail", "parse_percent"]
 
@@ -49,14 +50,31 @@ def parse_fail(text: str) -> dict[str, float]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _size(text: str) -> int:
+def _size(option: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            return units.parse_size(text, option)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def _dollars(text: str) -> float:
     try:
-        return units.parse_size(text, "--ram")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        if (value := float(text)) >= 0:
+            return value
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"invalid price {text!r}: dollars per hour, e.g. 1.5")
 
 
 EPILOG = "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM, 2 usage error"
+MARGIN_HELP = "RAM left free above the measured peaks. Default: 15%%"
+OFFERS_HELP = (
+    "offers as `vastai search offers --raw` prints them (a JSON list), or a CSV/JSON with the same "
+    "columns; - reads standard input"
+)
 FAIL_HELP = f"regression limits, e.g. throughput:5%%,rss_peak:10%% (metrics: {', '.join(METRICS)})"
 HOST_HELP = "a host fingerprint (or its start) or a run label"
 DB_HELP = (
@@ -99,9 +117,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", metavar="FP_OR_LABEL", help=HOST_HELP)
     add(cmd_plot).add_argument("-o", "--output", metavar="DIR", required=True)
     p = add(cmd_recommend)
-    p.add_argument("--ram", type=_size, required=True, help="the host's RAM, e.g. 256GiB or 512GB")
-    p.add_argument("--margin", type=parse_percent, default=0.15, help="safety margin. Default: 15%%")
+    p.add_argument("--ram", type=_size("--ram"), required=True, help="the host's RAM, e.g. 256GiB or 512GB")
+    p.add_argument("--margin", type=parse_percent, default=0.15, help=MARGIN_HELP)
     p.add_argument("--gpu", metavar="MODEL", help="only hosts with a GPU whose name contains MODEL")
+    p = add(cmd_offers)
+    p.add_argument("file", metavar="FILE", help=OFFERS_HELP)
+    p.add_argument(
+        "--max-dph", type=_dollars, metavar="DOLLARS", help="only offers up to this price per hour"
+    )
+    p.add_argument(
+        "--min-ram", type=_size("--min-ram"), metavar="SIZE", help="only offers with this much RAM"
+    )
+    p.add_argument("--gpu", metavar="MODEL", help="only offers of a GPU whose name contains MODEL")
+    p.add_argument("--margin", type=parse_percent, default=0.15, help=MARGIN_HELP)
+    p.add_argument("--json", action="store_true", help="a JSON list of the ranked rows, for scripts")
     return parser
 
 

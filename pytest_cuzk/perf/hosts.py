@@ -10,42 +10,49 @@ from ..records import ResultRow
 from ..results import ResultsDB
 from ..tables import table
 from ..wire.units import format_bytes
-from .queries import NO_DATA, best, config, gpus, group, labels, stat, values
+from .queries import NO_DATA, best, config, gpus, group, joined, labels, machine, stat, values
 
 __all__ = ["cmd_history", "cmd_hosts", "cmd_recommend"]
 
 
 def cmd_hosts(db: ResultsDB, args: argparse.Namespace) -> int:
-    """Best proofs/hour per kind per host, with how many runs and how far they spread."""
+    """Best proofs/hour per kind per machine, with how many runs and how far they spread."""
     out = []
-    for (kind, fp), rows in group(
-        db.rows(kind=args.kind), lambda r: (r.test.kind, r.run.host.fingerprint)
-    ).items():
+    for (kind, _), rows in group(db.rows(kind=args.kind), lambda r: (r.test.kind, machine(r))).items():
         tput, top = values(rows, "throughput") or [0.0], best(rows)
-        runs = len({r.run.run_id for r in rows})
-        ram, spread = format_bytes(top.run.host.ram_bytes), f"{min(tput):.1f}..{max(tput):.1f}"
-        out.append(
-            (kind, fp[:12], labels(rows), gpus(top), ram, runs, f"{max(tput):.1f}", spread, config(top))
-        )
-    out.sort(key=lambda t: (t[0], -float(t[6])))
-    heads = ("kind", "host", "labels", "gpus", ">ram", ">runs", ">best/h", ">spread/h", "best config")
+        runs, spread = len({r.run.run_id for r in rows}), f"{min(tput):.1f}..{max(tput):.1f}"
+        out.append((
+            kind, joined(r.run.label for r in rows), joined(r.run.host.hostname for r in rows),
+            joined(r.run.host_id for r in rows), top.run.host.fingerprint[:12], gpus(top),
+            format_bytes(top.run.host.ram_bytes), runs, f"{max(tput):.1f}", spread, config(top),
+        ))  # fmt: skip
+    out.sort(key=lambda t: (t[0], -float(t[8])))
+    heads = ("kind", "label", "hostname", "machine id", "fingerprint", "gpus", ">ram", ">runs", ">best/h",
+             ">spread/h", "best config")  # fmt: skip
     print(table(heads, out) if out else NO_DATA)
     return 0
 
 
+def _build_machine_config(r: ResultRow) -> tuple[str, tuple[str, str], int, int]:
+    return r.run.daemon_build, machine(r), r.test.batch_size, r.test.concurrency
+
+
 def cmd_history(db: ResultsDB, args: argparse.Namespace) -> int:
-    """Each build's figures on each host, in the order the builds were first run."""
+    """Each build's figures on each host and configuration, in the order the builds were first run."""
     rows = db.rows(kind=args.kind, host=args.host)
     out = []
-    for (build, _), rs in group(rows, lambda r: (r.run.daemon_build, r.run.host.fingerprint)).items():
+    for (build, _, batch, j), rs in group(rows, _build_machine_config).items():
         tput, p50, rss = (values(rs, m) for m in ("throughput", "p50", "rss_peak"))
-        when = rs[0].run.started_at.strftime("%Y-%m-%d %H:%M")
+        when = min(r.run.started_at for r in rs)
         runs = len({r.run.run_id for r in rs})
         figures = [stat(max, tput, "{:.1f}".format), stat(statistics.median, tput, "{:.1f}".format)]
         figures += [stat(statistics.median, p50, "{:.2f}".format), stat(max, rss, format_bytes)]
-        out.append((when, build, labels(rs), runs, *figures))
-    heads = ("first run (UTC)", "build", "host", ">runs", ">best/h", ">median/h", ">p50 s", ">rss peak")
-    print(table(heads, out) if out else NO_DATA)
+        out.append((when, build, labels(rs), batch, j, runs, *figures))
+    out.sort(key=lambda t: t[:5])
+    shown = [(t[0].strftime("%Y-%m-%d %H:%M"), *t[1:]) for t in out]
+    heads = ("first run (UTC)", "build", "host", ">batch", ">j", ">runs", ">best/h", ">median/h", ">p50 s",
+             ">rss peak")  # fmt: skip
+    print(table(heads, shown) if out else NO_DATA)
     return 0
 
 
@@ -73,7 +80,7 @@ def recommend_kind(kind: str, cands: list[Candidate], budget: float) -> Candidat
     """Print the candidates of one kind and return the fastest that fits ``budget``."""
     fits = [c for c in cands if c.peak <= budget]
     pick = max(fits, key=lambda c: (c.per_hour, -c.peak)) if fits else None
-    heads = ("kind", ">batch", ">j", ">rss peak", ">median/h", ">hosts", "fits", "")
+    heads = ("kind", ">batch", ">j", ">rss peak", ">median/h", ">hosts", "fits", "pick")
     print(table(heads, [
         (kind, c.batch, c.j, format_bytes(c.peak), f"{c.per_hour:.1f}", c.hosts, "yes" if c in fits else "no",
          "<- best" if c == pick else "")

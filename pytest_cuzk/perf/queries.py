@@ -9,7 +9,19 @@ from typing import Any
 from ..figures import METRICS
 from ..records import ResultRow
 
-__all__ = ["NO_DATA", "best", "config", "gpus", "group", "labels", "stat", "tops", "values"]
+__all__ = [
+    "NO_DATA",
+    "best",
+    "config",
+    "gpus",
+    "group",
+    "joined",
+    "labels",
+    "machine",
+    "stat",
+    "tops",
+    "values",
+]
 
 NO_DATA = "no data"
 
@@ -29,6 +41,17 @@ def group(rows: Iterable[ResultRow], key: Callable[[ResultRow], Any]) -> dict[An
 def values(rows: Iterable[ResultRow], metric: str) -> list[float]:
     """The metric's stored values (its database column) over ``rows``, missing ones left out."""
     return [float(v) for r in rows if (v := getattr(r.test, METRICS[metric].column)) is not None]
+
+
+def machine(row: ResultRow) -> tuple[str, str]:
+    """One rented machine: its hardware, and its provider machine id, else its label, else its hostname."""
+    run = row.run
+    return run.host.fingerprint, run.host_id or run.label or run.host.hostname
+
+
+def joined(texts: Iterable[str]) -> str:
+    """Distinct non-empty texts, sorted, comma-joined; ``-`` when there are none."""
+    return ",".join(sorted({t for t in texts if t})) or "-"
 
 
 def config(row: ResultRow) -> str:

@@ -1,0 +1,60 @@
+"""Runs record the identity a host is rented by (label, hostname, provider machine id) and warm-up peaks."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from support import PROVE_SOURCE
+
+from pytest_cuzk.results import ResultsDB
+from pytest_cuzk.settings import THIS_DAEMON, daemon_value, resolve_settings
+
+MIB = 2**20
+
+
+def test_a_reference_run_records_its_label_machine_id_hostname_and_warmup_peak(inner, tmp_path):
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    result = inner(
+        {"test_prove": PROVE_SOURCE},
+        "-k",
+        "winning",
+        "--cuzk-label=rig-a",
+        "--cuzk-host-id=22990",
+        f"--cuzk-results-db={url}",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_prove[[]rig-a-winning-batch1-j1[]]*winning*1*1*2*0*"])
+    with ResultsDB(url) as db:
+        (row,) = db.rows()
+    assert (row.run.label, row.run.host_id, row.run.host.hostname) == ("rig-a", "22990", socket.gethostname())
+    # The daemon's VmHWM over SRS load, warm-up proof and PCE file: the engine's own tens of MiB.
+    peak = row.test.warmup_rss_peak_bytes
+    assert peak is not None and 10 * MIB < peak < 4096 * MIB, peak
+    assert row.test.lowmem_warmup is False, "the reference engine warms up with its full config"
+
+
+def test_identities_per_daemon_or_for_the_only_one(pytester: pytest.Pytester) -> None:
+    s = resolve_settings(
+        pytester.parseconfig(
+            "--cuzk-daemon=10.0.0.1:9820,10.0.0.2:9820",
+            "--cuzk-label=10.0.0.1:9820=rtx4090",
+            "--cuzk-host-id=10.0.0.1:9820=22990",
+            "--cuzk-host-id=10.0.0.2:9820=31337",
+        )
+    )
+    assert s.host_ids == {"10.0.0.1:9820": "22990", "10.0.0.2:9820": "31337"}
+    assert daemon_value(s.host_ids, "10.0.0.2:9820") == "31337"
+    assert daemon_value(s.labels, "10.0.0.2:9820") is None, "no label given: the address names it"
+    only = resolve_settings(pytester.parseconfig("--cuzk-label=rig-a", "--cuzk-host-id=22990"))
+    assert (only.labels, only.host_ids) == ({THIS_DAEMON: "rig-a"}, {THIS_DAEMON: "22990"})
+    assert daemon_value(only.host_ids, "unix:///run/cuzk.sock") == "22990"
+
+
+def test_a_bare_identity_with_several_daemons_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    config = pytester.parseconfig("--cuzk-daemon=10.0.0.1:9820,10.0.0.2:9820", "--cuzk-host-id=22990")
+    with pytest.raises(pytest.UsageError, match="'22990' from option --cuzk-host-id: with several daemons"):
+        resolve_settings(config)
+    config = pytester.parseconfig("--cuzk-host-id=10.0.0.1:9820=")
+    with pytest.raises(pytest.UsageError, match="use ADDR=ID"):
+        resolve_settings(config)
