@@ -4,8 +4,9 @@ A daemon is a separate process, so in-process tools (tracemalloc, memray) cannot
 the daemon's whole process tree from a background thread instead. Polling misses short spikes, so the
 exact RSS peak comes from the kernel's high-water mark (VmHWM), reset per test through
 ``/proc/<pid>/clear_refs`` where the kernel lets us (else the report says the peak is since process start).
-GPU memory, utilisation, SM clock and P-state come from NVML: clocks swing proof timings by large factors,
-so they are recorded beside the timings.
+GPU memory, utilisation, SM clock and P-state come from NVML (``gpusampler``), per GPU: clocks swing proof
+timings by large factors, so they are recorded beside the timings, and a GPU that sat idle is named. The
+sampler's own CPU time is split into the process-tree side and the NVML side, so either can be tuned.
 """
 
 from __future__ import annotations
@@ -15,16 +16,14 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-import psutil
-import pynvml
+from .gpusampler import IDLE_UTIL_PCT, GpuFigures, GpuReader, GpuReading, known, mean
+from .proctree import HwmScope, ProcessTree, ProcFile, available_bytes
+from .wire.nvml import nvml_handles, nvml_session
 
-from .proctree import HwmScope, ProcessTree
-from .wire.nvml import nvml_handles, nvml_query, nvml_session
-
-__all__ = ["MIN_INTERVAL_S", "DaemonSampler", "GpuSample", "MemoryReport", "MemorySeries"]
+__all__ = ["MIN_INTERVAL_S", "DaemonSampler", "MemoryReport", "MemorySeries"]
 
 MIN_INTERVAL_S = 0.005
 JOIN_TIMEOUT_S = 5.0
@@ -33,27 +32,11 @@ VramSource = Literal["pids", "device"]
 
 
 @dataclass(frozen=True)
-class GpuSample:
-    """One device at one instant; None where NVML does not report the value."""
-
-    used_bytes: int | None
-    util_pct: int | None
-    sm_clock_mhz: int | None
-    pstate: int | None
-
-
-@dataclass(frozen=True)
 class _Sample:
     t_s: float
     rss_bytes: int
     sys_available_bytes: int
-    tree_vram_bytes: int
-    tree_vram_seen: bool  # a tree pid was listed by NVML with a known size
-    unattributed: bool  # NVML listed GPU memory it could not tie to a pid of ours
-    unlisted_bytes: (
-        int  # device used memory that no listed process accounts for (driver reserve and hidden pids)
-    )
-    gpus: tuple[GpuSample, ...]
+    gpu: GpuReading | None
 
 
 @dataclass
@@ -100,6 +83,9 @@ class MemoryReport:
     sm_clock_mean_mhz: float | None
     sm_clock_min_mhz: int | None
     pstates: tuple[str, ...]
+    sampler_tree_cpu_s: float = 0.0  # of sampler_cpu_s: the process tree (/proc) side
+    sampler_gpu_cpu_s: float = 0.0  # of sampler_cpu_s: the NVML side
+    gpus: tuple[GpuFigures, ...] = ()
     series: MemorySeries = field(repr=False, compare=False, default_factory=MemorySeries.empty)
 
     @property
@@ -114,16 +100,33 @@ class MemoryReport:
             return max(self.rss_peak_bytes, self.rss_hwm_peak_bytes)
         return self.rss_peak_bytes
 
+    def idle_warnings(self) -> list[str]:
+        """A GPU that sat idle while another of the host worked: the daemon proved on some GPUs only."""
+        if not any(g.util_max_pct is not None and not g.idle for g in self.gpus):
+            return []
+        return [
+            f"GPU {g.index} ({g.name}) sat idle through the case (utilisation never reached "
+            f"{IDLE_UTIL_PCT}%) while another GPU worked: the daemon proved on {len(self.gpus) - 1} or fewer "
+            f"of the host's {len(self.gpus)} GPUs (check its gpus.devices and CUDA_VISIBLE_DEVICES)"
+            for g in self.gpus
+            if g.idle
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         """The scalars, JSON-ready, with the achieved sampling rate."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "series"}
-        return out | {"pstates": list(self.pstates), "sample_rate_hz": round(self.sample_rate_hz, 2)}
+        return out | {
+            "pstates": list(self.pstates),
+            "sample_rate_hz": round(self.sample_rate_hz, 2),
+            "gpus": [asdict(g) for g in self.gpus],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemoryReport:
         names = {f.name for f in fields(cls)} - {"series"}
         values = {k: v for k, v in data.items() if k in names}
-        return cls(**{**values, "pstates": tuple(data.get("pstates") or ())})
+        gpus = tuple(GpuFigures(**g) for g in data.get("gpus") or ())
+        return cls(**{**values, "pstates": tuple(data.get("pstates") or ()), "gpus": gpus})
 
 
 class DaemonSampler:
@@ -141,7 +144,8 @@ class DaemonSampler:
         self.interval_s = interval_s
         self._use_nvml = nvml
         self._tree = ProcessTree(pid)
-        self._gpu: list[Any] | None = None
+        self._meminfo = ProcFile("")  # opened by start()
+        self._gpu: GpuReader | None = None
         self._gpu_why: str | None = "NVML sampling turned off"
         self._stack = ExitStack()
         self._stop = threading.Event()
@@ -151,17 +155,21 @@ class DaemonSampler:
         self._hwm_scope: HwmScope = "unavailable"
         self._t0 = 0.0
         self._cpu_s = 0.0
+        self._tree_cpu_s = 0.0
+        self._gpu_cpu_s = 0.0
 
     def start(self) -> None:
         """Reset the tree's RSS high-water marks, open NVML and begin sampling."""
         if self._thread is not None:
             raise RuntimeError("DaemonSampler.start() called twice: use one sampler per window")
         self._hwm_scope = self._tree.reset_hwm()
+        self._meminfo = ProcFile("/proc/meminfo")
         if self._use_nvml:
             self._gpu_why = self._stack.enter_context(nvml_session())
-            self._gpu = None if self._gpu_why else nvml_handles()
-            if self._gpu == []:
-                self._gpu, self._gpu_why = None, "NVML sees no GPU"
+            handles = [] if self._gpu_why else nvml_handles()
+            self._gpu = GpuReader(handles) if handles else None
+            if not handles and not self._gpu_why:
+                self._gpu_why = "NVML sees no GPU"
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, name=f"cuzk-mem-sampler-{self.pid}", daemon=True)
         self._thread.start()
@@ -183,6 +191,8 @@ class DaemonSampler:
         self._thread.join(JOIN_TIMEOUT_S)
         if not self._thread.is_alive():  # a thread stuck in NVML must not see it shut down under it
             self._stack.close()
+            self._tree.close()
+            self._meminfo.close()
         return self._report(list(self._samples), time.monotonic() - self._t0)
 
     def _run(self) -> None:
@@ -194,24 +204,24 @@ class DaemonSampler:
             due = max(due + self.interval_s, time.monotonic())
             if self._stop.wait(due - time.monotonic()):
                 break
-        self._samples.append(self._sample())
+        self._samples.append(self._sample(final=True))
         self._cpu_s = time.thread_time() - cpu0
 
-    def _sample(self) -> _Sample:
-        now = time.monotonic()
+    def _sample(self, final: bool = False) -> _Sample:
+        cpu0, now = time.thread_time(), time.monotonic()
         rss = self._tree.sample(now)
-        avail = psutil.virtual_memory().available
-        gpus: tuple[GpuSample, ...] = ()
-        vram, seen, unattributed, listed = 0, False, False, 0
-        if self._gpu is not None:
-            gpus = tuple(_gpu_sample(h) for h in self._gpu)
-            vram, seen, unattributed, listed = _tree_vram(self._gpu, self._tree.pids())
-        unlisted = sum(_known(g.used_bytes for g in gpus)) - listed
-        return _Sample(now - self._t0, rss, avail, vram, seen, unattributed, unlisted, gpus)
+        avail = available_bytes(self._meminfo)
+        cpu1 = time.thread_time()
+        gpu = self._gpu.read(now, self._tree.pids(), final) if self._gpu is not None else None
+        self._tree_cpu_s += cpu1 - cpu0
+        self._gpu_cpu_s += time.thread_time() - cpu1
+        return _Sample(now - self._t0, rss, avail, gpu)
 
     def _report(self, samples: list[_Sample], duration_s: float) -> MemoryReport:
         rss = [s.rss_bytes for s in samples] or [0]
-        gpu = _gpu_summary(samples, self._gpu is not None)
+        readings = [s.gpu for s in samples if s.gpu is not None]
+        gpu = _gpu_summary(readings)
+        devices = [d for r in readings for d in r.gpus]
         series = MemorySeries(
             t_s=[s.t_s for s in samples],
             rss_bytes=rss,
@@ -237,59 +247,15 @@ class DaemonSampler:
             vram_peak_bytes=max(gpu.vram) if gpu.vram else None,
             vram_mean_bytes=int(statistics.fmean(gpu.vram)) if gpu.vram else None,
             device_mem_used_peak_bytes=max(gpu.device_used) if gpu.device_used else None,
-            gpu_util_mean_pct=_mean(d.util_pct for s in samples for d in s.gpus),
-            sm_clock_mean_mhz=_mean(d.sm_clock_mhz for s in samples for d in s.gpus),
-            sm_clock_min_mhz=min(_known(d.sm_clock_mhz for s in samples for d in s.gpus), default=None),
-            pstates=tuple(f"P{p}" for p in sorted(set(_known(d.pstate for s in samples for d in s.gpus)))),
+            gpu_util_mean_pct=mean(d.util_pct for d in devices),
+            sm_clock_mean_mhz=mean(d.sm_clock_mhz for d in devices),
+            sm_clock_min_mhz=min(known(d.sm_clock_mhz for d in devices), default=None),
+            pstates=tuple(f"P{p}" for p in sorted(set(known(d.pstate for d in devices)))),
+            sampler_tree_cpu_s=self._tree_cpu_s,
+            sampler_gpu_cpu_s=self._gpu_cpu_s,
+            gpus=self._gpu.figures(readings) if self._gpu is not None else (),
             series=series,
         )
-
-
-def _gpu_sample(handle: Any) -> GpuSample:
-    mem = nvml_query(pynvml.nvmlDeviceGetMemoryInfo, handle)
-    util = nvml_query(pynvml.nvmlDeviceGetUtilizationRates, handle)
-    return GpuSample(
-        used_bytes=mem.used if mem else None,
-        util_pct=util.gpu if util else None,
-        sm_clock_mhz=nvml_query(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM),
-        pstate=nvml_query(pynvml.nvmlDeviceGetPerformanceState, handle),
-    )
-
-
-def _tree_vram(handles: Sequence[Any], pids: set[int]) -> tuple[int, bool, bool, int]:
-    """Our pids' GPU bytes, whether one was listed, whether some memory has no pid here, all listed bytes.
-
-    Inside a container NVML may list host pids that do not exist here, no sizes, or no processes at all:
-    then the report falls back to device-wide used memory and says so.
-    """
-    total, seen, unattributed, listed = 0, False, False, 0
-    for handle in handles:
-        per_pid = _gpu_pids(handle)
-        if per_pid is None:
-            unattributed = True
-            continue
-        listed += sum(_known(per_pid.values()))
-        for pid, used in per_pid.items():
-            if pid in pids and used is not None:
-                total, seen = total + used, True
-            elif used is None or not psutil.pid_exists(pid):
-                unattributed = True
-    return total, seen, unattributed, listed
-
-
-def _gpu_pids(handle: Any) -> dict[int, int | None] | None:
-    """Bytes per pid on one device (None where NVML gives no size); None when it cannot list processes."""
-    queries = (pynvml.nvmlDeviceGetComputeRunningProcesses, pynvml.nvmlDeviceGetGraphicsRunningProcesses)
-    listings = [nvml_query(query, handle) for query in queries]
-    if all(procs is None for procs in listings):
-        return None
-    per_pid: dict[int, int | None] = {}
-    for procs in listings:
-        for p in procs or ():  # a process doing compute and graphics is listed twice
-            prev = per_pid.get(p.pid, 0)
-            used = p.usedGpuMemory
-            per_pid[p.pid] = None if used is None or prev is None else max(prev, used)
-    return per_pid
 
 
 @dataclass(frozen=True)
@@ -299,21 +265,14 @@ class _GpuSummary:
     device_used: list[int] | None
 
 
-def _gpu_summary(samples: Sequence[_Sample], gpu: bool) -> _GpuSummary:
-    if not gpu or not samples:
+def _gpu_summary(readings: Sequence[GpuReading]) -> _GpuSummary:
+    """The daemon's VRAM series by pid, or the devices' used memory where pids cannot be told apart."""
+    if not readings:
         return _GpuSummary(None, None, None)
-    device_used = [sum(_known(d.used_bytes for d in s.gpus)) for s in samples]
-    unlisted = [s.unlisted_bytes for s in samples]
-    hidden = any(s.unattributed for s in samples) or max(unlisted) - min(unlisted) > UNLISTED_GROWTH_BYTES
-    if hidden and not any(s.tree_vram_seen for s in samples):
+    device_used = [sum(known(d.used_bytes for d in r.gpus)) for r in readings]
+    lists = [r for r in readings if r.listed]
+    unlisted = [r.unlisted_bytes for r in lists] or [0]
+    hidden = any(r.unattributed for r in lists) or max(unlisted) - min(unlisted) > UNLISTED_GROWTH_BYTES
+    if hidden and not any(r.tree_vram_seen for r in lists):
         return _GpuSummary("device", device_used, device_used)
-    return _GpuSummary("pids", [s.tree_vram_bytes for s in samples], device_used)
-
-
-def _known(values: Any) -> list[Any]:
-    return [v for v in values if v is not None]
-
-
-def _mean(values: Any) -> float | None:
-    known = _known(values)
-    return round(statistics.fmean(known), 1) if known else None
+    return _GpuSummary("pids", [r.tree_vram_bytes for r in readings], device_used)

@@ -139,6 +139,7 @@ class Readiness:
 def _record_peak(tree: ProcessTree, kind: str, cold: ColdStart) -> None:
     """Keep the higher peak: a low-memory warm-up and the full daemon's share one record."""
     tree.sample(time.monotonic())
+    tree.close()
     peak = tree.hwm_bytes()
     if peak is not None:
         cold.warmup_rss_peak_bytes[kind] = max(peak, cold.warmup_rss_peak_bytes.get(kind, 0))

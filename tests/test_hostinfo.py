@@ -27,20 +27,23 @@ class FakeNvml:
     `processes` is what nvmlDeviceGetComputeRunningProcesses lists: (pid, used bytes or None) pairs.
     """
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, used: int = 2 * GIB) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, used: int = 2 * GIB, devices: int = 1) -> None:
         self.inits = 0
         self.shutdowns = 0
         self.used = used
+        self.idle: set[int] = set()  # devices that report 0% utilisation
         self.processes: list[tuple[int, int | None]] = []
         api: dict[str, Any] = {
             "nvmlInit": self._init,
             "nvmlShutdown": self._shutdown,
-            "nvmlDeviceGetCount": lambda: 1,
+            "nvmlDeviceGetCount": lambda: devices,
             "nvmlDeviceGetHandleByIndex": lambda i: f"dev{i}",
             "nvmlDeviceGetName": lambda h: "NVIDIA H200",
             "nvmlDeviceGetUUID": lambda h: "GPU-0000-fake",
             "nvmlDeviceGetMemoryInfo": lambda h: SimpleNamespace(total=141 * GIB, used=self.used),
-            "nvmlDeviceGetUtilizationRates": lambda h: SimpleNamespace(gpu=87),
+            "nvmlDeviceGetUtilizationRates": lambda h: SimpleNamespace(
+                gpu=0 if int(h[3:]) in self.idle else 87
+            ),
             "nvmlDeviceGetClockInfo": lambda h, kind: 1980 if kind == pynvml.NVML_CLOCK_SM else 3201,
             "nvmlDeviceGetMaxClockInfo": lambda h, kind: 1980,
             "nvmlDeviceGetPerformanceState": lambda h: 0,

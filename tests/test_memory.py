@@ -269,3 +269,69 @@ def test_misuse_is_refused_with_a_clear_error(child: Child) -> None:
     with pytest.raises(RuntimeError, match="called twice"):
         sampler.start()
     sampler.stop()
+
+
+def test_each_gpu_has_its_own_figures_and_an_idle_one_is_named(
+    child: Child, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeNvml(monkeypatch, used=3 << 30, devices=2)
+    fake.idle = {1}
+    sampler = DaemonSampler(child.pid, interval_s=0.01)
+    sampler.start()
+    time.sleep(0.6)  # past one slow read: utilisation and clocks are read twice a second
+    report = sampler.stop()
+    busy, idle = report.gpus
+    assert (busy.index, busy.name, busy.used_peak_bytes, busy.util_mean_pct) == (
+        0,
+        "NVIDIA H200",
+        3 << 30,
+        87,
+    )
+    assert (idle.util_mean_pct, idle.util_max_pct, idle.sm_clock_mean_mhz) == (0, 0, 1980)
+    assert not busy.idle and idle.idle
+    (warning,) = report.idle_warnings()
+    assert warning.startswith("GPU 1 (NVIDIA H200) sat idle through the case (utilisation never reached 5%)")
+    assert MemoryReport.from_dict(json.loads(json.dumps(report.to_dict()))).gpus == report.gpus
+
+
+def test_a_host_whose_gpus_all_idle_gets_no_idle_warning(
+    child: Child, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    FakeNvml(monkeypatch, devices=2).idle = {
+        0,
+        1,
+    }  # a daemon that proves on the CPU, like the reference engine
+    sampler = DaemonSampler(child.pid, interval_s=0.01)
+    sampler.start()
+    time.sleep(0.6)
+    assert sampler.stop().idle_warnings() == []
+
+
+def test_nvml_is_asked_for_little_between_its_slow_reads(
+    child: Child, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeNvml(monkeypatch, used=1 << 30)
+    calls: dict[str, int] = {}
+    for name in (
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetComputeRunningProcesses",
+    ):
+        original = getattr(pynvml, name)
+
+        def counted(*args, _name=name, _fn=original):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _fn(*args)
+
+        monkeypatch.setattr(pynvml, name, counted)
+    fake.processes = [(child.pid, 1 << 30)]
+    sampler = DaemonSampler(child.pid, interval_s=0.01)
+    sampler.start()
+    time.sleep(0.3)
+    fake.used = 5 << 30  # the daemon allocates 4 GiB between two process lists
+    time.sleep(0.3)
+    report = sampler.stop()
+    assert calls["nvmlDeviceGetMemoryInfo"] == report.samples, "device memory at every sample"
+    assert calls["nvmlDeviceGetUtilizationRates"] <= 4, "utilisation twice a second (and at the end)"
+    assert calls["nvmlDeviceGetComputeRunningProcesses"] <= 3, "process lists once a second (and at the end)"
+    assert report.vram_source == "pids" and report.vram_peak_bytes == 5 << 30, "growth seen between lists"
