@@ -1,6 +1,6 @@
 """Running one suite case against its daemon, then handing its figures to every sink.
 
-Measure (proofs in waves, the daemon's process tree sampled), build the case's one
+Measure (the case's plan of waves, the daemon's process tree sampled), build the case's one
 ``Figures`` record, take a daemon that kept an uncancellable proof out of the run, shape
 ``extra_info`` through the plugin's hooks, and call ``pytest_cuzk_case_finished``; the
 gates, last, may fail the test.
@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .backends.protocol import DaemonBackend
+from .casefigures import case_figures
 from .cases import Case
 from .client import ProvingClient
-from .errors import DaemonExited, DaemonHung, DaemonUnavailable
-from .runner import CaseResult, Runner, run_case
+from .errors import CuzkWarning, DaemonExited, DaemonHung, DaemonUnavailable
+from .measure import Plan, run_case
+from .runner import CaseResult, Runner
+from .settings import daemon_value
 
 if TYPE_CHECKING:
     from .session import CuzkSession
@@ -41,7 +44,9 @@ class CaseExecution:
         result = self.measure(case)
         if any(p.timed_out for p in result.proofs):
             self.backend.take_out(f"a {case.kind.name} proof timed out in {self.item.name}")
-        figures = result.figures(self.item.name)
+        figures = case_figures(result, self.item.name, self.backend.unsampled())
+        for warning in figures.memory.idle_warnings() if figures.memory is not None else ():
+            self.item.warn(CuzkWarning(f"{self.item.name}: {warning}"))
         self.item.stash[FIGURES_KEY] = figures
         hook = self.item.config.hook
         extra = hook.pytest_cuzk_generate_extra_info(item=self.item, figures=figures)
@@ -52,13 +57,17 @@ class CaseExecution:
         return result
 
     def measure(self, case: Case) -> CaseResult:
-        """Every proof of the case, with the daemon's memory sampled while they ran."""
+        """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran."""
         from .memory import DaemonSampler
+        from .statuspoll import StatusPoller
 
         s = self.session.settings
         backend = self.backend
         data = self.session.data(backend)
-        sampler = DaemonSampler(backend.pid, s.sample_interval) if backend.pid else None
+        pid = backend.pid
+        sampler = DaemonSampler(pid, s.sample_interval) if pid else None
+        status = daemon_value(s.status, backend.address)
+        poller = StatusPoller(status) if status else None
         with ProvingClient(backend.address, default_timeout=s.call_timeout) as client:
             runner = Runner(
                 client=client,
@@ -72,8 +81,10 @@ class CaseExecution:
             )
             if sampler:
                 sampler.start()
+            if poller:
+                poller.start()
             try:
-                result = run_case(case, runner, s.proofs, self.benchmark)
+                result = run_case(case, runner, Plan.of(s), self.benchmark)
             except DaemonHung as exc:
                 backend.hung(str(exc))
                 raise
@@ -82,5 +93,6 @@ class CaseExecution:
                 raise
             finally:
                 memory = sampler.stop() if sampler else None
-        result.memory = memory
+                reported = poller.stop() if poller else None
+        result.memory, result.reported_memory = memory, reported
         return result

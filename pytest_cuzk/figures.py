@@ -3,22 +3,24 @@
 Everything that reads a case's numbers (the terminal summary, the gates, pytest-benchmark's
 ``extra_info``, the results database, ``cuzk-perf``) reads a :class:`Figures` by attribute, and
 the comparable ones through :data:`METRICS`: one place says what each is called in the JSON and
-in the database, its unit, which way is better and how it is printed. ``regression`` is the one
-computation of "how much worse".
+in the database, its unit, which way is better, how it is printed, and which raw samples it is
+an estimate of (so a comparison can test it). ``regression`` is the one computation of "how much
+worse" (a point estimate; ``comparison`` adds the interval and the test).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .memory import MemoryReport
+from .stats import Estimator, per_hour, quantile
 from .wire.units import format_bytes
 
-__all__ = ["METRICS", "Figures", "Metric", "ProofTimings", "regression"]
+__all__ = ["METRICS", "Figures", "Metric", "ProofTimings", "Samples", "regression"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class Metric:
     combine: Callable[[list[float]], float]  # how several runs of one build combine
     fmt: Callable[[float | None], str]  # for a column headed with the unit
     suffix: str = ""  # what ``show`` adds where no heading names the unit
+    sample: str | None = None  # the Samples series it estimates; None: one value per run (a peak)
+    estimator: Estimator | None = None  # how the figure is computed from that series
 
     def value(self, figures: Figures) -> float | None:
         value = getattr(figures, self.attr)
@@ -46,6 +50,14 @@ class Metric:
 
 def _num(spec: str) -> Callable[[float | None], str]:
     return lambda v: "n/a" if v is None else spec.format(v)
+
+
+def _latency(q: int) -> Metric:
+    """A latency percentile: an estimate of the proofs' latencies, so it can be tested."""
+    name = f"p{q}"
+    fmt, median = _num("{:.2f}"), statistics.median
+    fig, column, label = f"latency_{name}_s", f"{name}_s", f"{name} s"
+    return Metric(name, fig, column, label, "s", False, median, fmt, " s", "latency_s", quantile(q))
 
 
 METRICS: dict[str, Metric] = {
@@ -61,9 +73,11 @@ METRICS: dict[str, Metric] = {
             statistics.median,
             _num("{:.1f}"),
             "/h",
+            sample="wave_s_per_proof",
+            estimator=per_hour,
         ),
-        Metric("p50", "latency_p50_s", "p50_s", "p50 s", "s", False, statistics.median, _num("{:.2f}"), " s"),
-        Metric("p90", "latency_p90_s", "p90_s", "p90 s", "s", False, statistics.median, _num("{:.2f}"), " s"),
+        *(_latency(q) for q in (50, 90, 99)),
+        # The slowest proof is one proof: no sample to test, compared as measured.
         Metric("max", "latency_max_s", "max_s", "max s", "s", False, statistics.median, _num("{:.2f}"), " s"),
         # Peaks combine by max: the worst run is the one that runs out of memory.
         Metric("rss_peak", "rss_peak_bytes", "rss_peak_bytes", "RSS peak", "bytes", False, max, format_bytes),
@@ -93,11 +107,52 @@ class ProofTimings:
 
 
 @dataclass(frozen=True)
+class Samples:
+    """Every measured proof's raw timings and every wave's duration: what a later comparison tests.
+
+    Per successful proof: the latency the client saw (SubmitProof to answer) and the daemon's
+    own phase times. Per wave: its wall time (first submit to last answer), how many proofs it
+    submitted and the measurement window it belongs to.
+    """
+
+    latency_s: tuple[float, ...] = ()
+    queue_wait_ms: tuple[int, ...] = ()
+    synthesis_ms: tuple[int, ...] = ()
+    gpu_compute_ms: tuple[int, ...] = ()
+    total_ms: tuple[int, ...] = ()
+    wave_s: tuple[float, ...] = ()
+    wave_size: tuple[int, ...] = ()
+    wave_window: tuple[int, ...] = ()
+
+    def series(self, name: str) -> list[float]:
+        """A series by name; ``wave_s_per_proof`` (each wave's seconds per proof) is derived."""
+        if name == "wave_s_per_proof":
+            return [s / n for s, n in zip(self.wave_s, self.wave_size, strict=True)]
+        return [float(v) for v in getattr(self, name)]
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Samples:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: tuple(v) for k, v in data.items() if k in names})
+
+    @classmethod
+    def pooled(cls, parts: list[Samples]) -> Samples:
+        """Several runs' samples as one (windows are per run, so they are left out)."""
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "wave_window"]
+        return cls(**{n: tuple(v for p in parts for v in getattr(p, n)) for n in names})
+
+
+@dataclass(frozen=True)
 class Figures:
     """What one finished suite case measured; built once, then only read.
 
     ``rss_peak_bytes`` is the higher of the sampled peak and the kernel's exact high-water
-    mark when that mark covers just this test.
+    mark when that mark covers just this test. A figure that is None says why in
+    ``na_reasons`` (keyed by the attribute), e.g. a p99 of 20 proofs or VRAM without NVML.
+    Throughput counts the timed waves only: requests are built and proofs checked between them.
     """
 
     test: str
@@ -117,6 +172,24 @@ class Figures:
     vram_peak_bytes: int | None = None
     memory: MemoryReport | None = None
     failures: tuple[str, ...] = ()
+    latency_p99_s: float | None = None
+    throughput_proofs_per_hour_ci: tuple[float, float] | None = None  # 95%, BCa bootstrap over waves
+    throughput_cv: float | None = None  # of the waves' seconds per proof
+    latency_cv: float | None = None  # of the proofs' latencies
+    stabilised: bool = False  # the last windows agreed within --cuzk-stability
+    windows: int = 0  # complete measurement windows
+    waves: int = 0
+    stop_reason: str = ""
+    measured_s: float = 0.0  # the timed waves' wall time
+    untimed_s: float = 0.0  # the plugin's own work between waves: requests, checks, verification
+    plugin_share_pct: float | None = None  # client and transport time over the daemon's total_ms
+    status_memory_peak_bytes: int | None = None  # the daemon's own /status memory.used_bytes peak
+    na_reasons: dict[str, str] = field(default_factory=dict)
+    samples: Samples = field(default_factory=Samples)
+
+    def why_na(self, attr: str) -> str | None:
+        """Why a figure is None (None when it has a value or nobody said)."""
+        return self.na_reasons.get(attr) if getattr(self, attr) is None else None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values: pytest-benchmark's extra_info and the xdist wire format."""
@@ -124,6 +197,10 @@ class Figures:
         out["timings"] = dataclasses.asdict(self.timings)
         out["memory"] = self.memory.to_dict() if self.memory is not None else None
         out["failures"] = list(self.failures)
+        ci = self.throughput_proofs_per_hour_ci
+        out["throughput_proofs_per_hour_ci"] = list(ci) if ci is not None else None
+        out["na_reasons"] = dict(self.na_reasons)
+        out["samples"] = self.samples.to_dict()
         return out
 
     @classmethod
@@ -135,14 +212,8 @@ class Figures:
         memory = data.get("memory")
         values["memory"] = MemoryReport.from_dict(memory) if memory else None
         values["failures"] = tuple(data.get("failures") or ())
+        ci = data.get("throughput_proofs_per_hour_ci")
+        values["throughput_proofs_per_hour_ci"] = (float(ci[0]), float(ci[1])) if ci else None
+        values["na_reasons"] = dict(data.get("na_reasons") or {})
+        values["samples"] = Samples.from_dict(data.get("samples") or {})
         return cls(**values)
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear-interpolated percentile (``q`` in 0..100); None when there are no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

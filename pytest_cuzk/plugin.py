@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import hookspec
+from .options import add_options
 from .outcome import as_outcome
 from .session import LOG_MARK_KEY, CuzkSession
-from .settings import add_options, resolve_settings
+from .settings import resolve_settings
 from .wire.kinds import KINDS
 
 if TYPE_CHECKING:

@@ -70,6 +70,7 @@ class Recorder:
                 sampler_interval_s=figures.memory.interval_s if figures.memory else None,
                 warmup_rss_peak_bytes=cold.warmup_rss_peak_bytes.get(kind) if cold else None,
                 lowmem_warmup=cold.lowmem_warmup if cold else None,
+                samples=figures.samples.to_dict(),
                 label=case.label,
             )
         )

@@ -110,6 +110,8 @@ class TestRecord:
     sampler_interval_s: float | None = None
     warmup_rss_peak_bytes: int | None = None  # SRS load, warm-up proof and PCE extraction
     lowmem_warmup: bool | None = None  # whether that warm-up ran with the low-memory config
+    p99_s: float | None = None
+    samples: dict[str, list[Any]] | None = None  # every proof's and wave's timings (figures.Samples)
     label: str = ""
     finished_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 

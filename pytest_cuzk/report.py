@@ -1,12 +1,18 @@
-"""What the terminal shows: the header lines, and the summary of every case, cold start and counter."""
+"""What the terminal shows: the header lines, and the summary of every case, cold start and counter.
+
+Each case's row gives its latency percentiles and its throughput with the 95% interval's half
+width; below the table, why a figure is n/a, how each case was measured (proofs, windows,
+whether it stabilised, the plugin's own share) and, on hosts with several GPUs, each GPU.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .figures import METRICS
+from .figures import METRICS, Figures
 from .tables import table
+from .wire.units import format_bytes
 
 if TYPE_CHECKING:
     from .ledger import MetricValues
@@ -14,7 +20,12 @@ if TYPE_CHECKING:
 
 __all__ = ["header_lines", "metric_deltas", "summary_lines"]
 
-_SUMMARY_METRICS = ("p50", "max", "throughput", "rss_peak", "vram_peak")
+_SUMMARY_METRICS = ("p50", "p90", "p99", "throughput", "rss_peak", "vram_peak")
+_NA_LABELS = {
+    "rss_peak_bytes": "RSS",
+    "vram_peak_bytes": "VRAM",
+    "status_memory_peak_bytes": "daemon /status",
+}
 
 
 def header_lines(session: CuzkSession) -> list[str]:
@@ -29,7 +40,8 @@ def header_lines(session: CuzkSession) -> list[str]:
         return [f"cuzk: no daemon: {exc}"]
     lines.append(
         f"cuzk: batch sizes {','.join(map(str, s.batch_sizes))}, concurrency "
-        f"{','.join(map(str, s.concurrency))}, {s.proofs} proofs per case, "
+        f"{','.join(map(str, s.concurrency))}; per case {s.proofs} to {s.max_proofs} proofs, until the last "
+        f"3 windows of {s.window:g} s agree within {s.stability:g}% or {s.case_budget:g} s are spent; "
         f"sampling every {s.sample_interval}s"
     )
     config = session.config
@@ -70,16 +82,67 @@ def _cold_lines(colds: Iterable[dict[str, object]]) -> list[str]:
     return lines
 
 
+def _interval(f: Figures) -> str:
+    ci = f.throughput_proofs_per_hour_ci
+    if ci is None or not f.throughput_proofs_per_hour:
+        return "n/a"
+    return f"±{(ci[1] - ci[0]) / 2 / f.throughput_proofs_per_hour:.1%}"
+
+
+def na_lines(rows: Iterable[Figures]) -> list[str]:
+    """Why figures are n/a, each reason once, naming the tests unless it holds for all of them."""
+    rows = list(rows)
+    names = {m.attr: m.name for m in METRICS.values()} | _NA_LABELS
+    seen: dict[tuple[str, str], list[str]] = {}
+    for f in rows:
+        for attr, why in f.na_reasons.items():
+            if attr in names and f.why_na(attr):
+                seen.setdefault((names[attr], why), []).append(f.test)
+    return [
+        f"{label} n/a: {why}" + ("" if len(tests) == len(rows) else f" [{', '.join(tests)}]")
+        for (label, why), tests in seen.items()
+    ]
+
+
+def measurement_line(f: Figures) -> str:
+    """How a case was measured: proofs, waves and windows, why it stopped, and the plugin's own share."""
+    share = "n/a" if f.plugin_share_pct is None else f"{f.plugin_share_pct:.2f}%"
+    cv = "" if f.throughput_cv is None else f", waves' CV {f.throughput_cv:.1%}"
+    return (
+        f"{f.test}: {f.proofs_ok + f.proofs_failed} proofs in {f.waves} waves, {f.windows} windows, "
+        f"{'stable' if f.stabilised else 'not stable'} ({f.stop_reason or 'ended'}){cv}; "
+        f"{f.measured_s:.1f} s timed; plugin: client and transport {share} of the daemon's time, "
+        f"{f.untimed_s:.2f} s of checks between waves"
+    )
+
+
+def gpu_lines(f: Figures) -> list[str]:
+    """Each GPU of a multi-GPU host on its own: a host proving on one of two looks slow, not idle."""
+    gpus = f.memory.gpus if f.memory is not None else ()
+    if len(gpus) < 2:
+        return []
+    return [f"  GPU {g.index} {g.name}: {g.describe()}" for g in gpus]
+
+
 def summary_lines(session: CuzkSession) -> list[str]:
     """The lines of the ``cuzk proving summary`` section, from every worker's figures."""
     metrics = [METRICS[m] for m in _SUMMARY_METRICS]
     heads = ["test", "kind", ">batch", ">j", ">ok", ">failed", *(f">{m.label}" for m in metrics)]
-    rows = [
-        [f.test, f.kind, f.batch_size, f.concurrency, f.proofs_ok, f.proofs_failed]
-        + [m.fmt(m.value(f)) for m in metrics]
-        for f in session.rows
-    ]
+    heads.insert(heads.index(">proofs/h") + 1, ">±95%")
+    rows = []
+    for f in session.rows:
+        row: list[object] = [f.test, f.kind, f.batch_size, f.concurrency, f.proofs_ok, f.proofs_failed]
+        row += [m.fmt(m.value(f)) for m in metrics]
+        row.insert(heads.index(">±95%"), _interval(f))
+        rows.append(row)
     lines = table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
+    lines += na_lines(session.rows)
+    for f in session.rows:
+        lines.append(measurement_line(f))
+        if f.status_memory_peak_bytes is not None:
+            peak = format_bytes(f.status_memory_peak_bytes)
+            lines.append(f"  the daemon's /status: memory budget used at peak {peak}")
+        lines += gpu_lines(f)
     lines += _cold_lines(session.colds.values())
     lines += [f"data: {n}" for data in session.data_sets() for n in data.notes]
     lines += [f"note: {n}" for n in session.notes]

@@ -43,7 +43,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x6375_7A6B  # "cuzk": serializes schema changes between fleet machines
 
@@ -103,6 +103,9 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
         # v3: the first PCE extraction, not the proofs, is what OOM-kills a host with too little RAM.
         sa.Column("warmup_rss_peak_bytes", sa.BigInteger, info=_since(3)),
         sa.Column("lowmem_warmup", sa.Boolean, info=_since(3)),
+        # v4: a comparison of two builds tests samples, not two summaries.
+        sa.Column("p99_s", sa.Float, info=_since(4)),
+        sa.Column("samples", sa.JSON, info=_since(4)),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=False),
     ]
     runs: list[sa.Column[Any]] = [
@@ -161,6 +164,7 @@ def _add_host_identity(conn: sa.Connection) -> None:
 MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     2: lambda conn: _add_columns(conn, 2),
     3: _add_host_identity,
+    4: lambda conn: _add_columns(conn, 4),
 }
 
 

@@ -1,24 +1,21 @@
-"""Run one suite case: proofs in waves, every proof checked and timed.
+"""A case's proofs in waves: submitted and awaited inside the timed window, checked outside it.
 
-A case is (daemon, kind, batch size b, concurrency j). It keeps ``b × j`` proofs
-in flight — so batches really form — in waves of that size until ``--cuzk-proofs``
-proofs (at least one wave) are done. Each wave is one pytest-benchmark pedantic
-round; ``CaseResult.figures`` turns every proof's record and the memory sampler's
-report into the case's one ``Figures`` record.
+A case is (daemon, kind, batch size b, concurrency j). A wave keeps ``b × j`` proofs in flight
+at once, so batches really form. ``run_wave`` is the timed part: submit every request (built
+beforehand), await every answer, watch the daemon for a death or a hang. ``check_wave``, after
+it, checks and verifies each answer, so the plugin's own work never counts as the daemon's.
+``CaseResult`` holds every proof and wave of a case; ``measure`` decides how many waves run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import re
-import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
 
 from .backends.protocol import DaemonBackend
 from .cases import Case
@@ -32,13 +29,13 @@ from .errors import (
     DeadlineExceeded,
     ProofTimeout,
 )
-from .figures import Figures, ProofTimings, percentile
 from .memory import MemoryReport
 from .proofcheck import check_proof
 from .proto import pb
+from .statuspoll import StatusMemory
 from .wire.kinds import ProofKindInfo
 
-__all__ = ["CaseResult", "ProofRecord", "Runner", "run_case", "run_wave"]
+__all__ = ["CaseResult", "ProofRecord", "Runner", "Wave", "check_wave", "run_wave"]
 
 _DEATH_POLL_S = 0.2
 _REASON_NUMBERS = re.compile(r"\d+\.\d+(?=s\b)")  # the seconds waited differ per proof
@@ -58,16 +55,33 @@ class ProofRecord:
     total_ms: int = 0
     proof_len: int = 0
     timed_out: bool = False
+    answered_at: float = 0.0  # monotonic time the answer arrived
+
+
+@dataclass
+class Wave:
+    """One wave: its requests, what came back for each, and its wall time once checked."""
+
+    requests: list[pb.SubmitProofRequest]
+    records: list[ProofRecord] = field(default_factory=list)
+    answers: list[ProofResult | None] = field(default_factory=list)
+    seconds: float = 0.0  # first submit to last answer
+    window: int = 0
 
 
 @dataclass
 class CaseResult:
-    """All proofs of a case with the statistics the report and gates use."""
+    """All proofs and waves of a case, and how its measurement ended."""
 
     case: Case
     proofs: list[ProofRecord] = field(default_factory=list)
+    waves: list[Wave] = field(default_factory=list)
     wall_s: float = 0.0
     memory: MemoryReport | None = None
+    reported_memory: StatusMemory | None = None  # what the daemon's /status said
+    stabilised: bool = False
+    windows: int = 0
+    stop_reason: str = ""
 
     @property
     def ok(self) -> list[ProofRecord]:
@@ -88,48 +102,10 @@ class CaseResult:
         head = f"{len(self.failed)} of {len(self.proofs)} {self.case.kind.name} proofs failed: "
         return head + "; ".join(f"{len(g)}x {g[0].error}" for g in ranked)
 
-    def latency(self, q: float) -> float | None:
-        return percentile([p.wall_s for p in self.ok], q)
-
-    @property
-    def proofs_per_hour(self) -> float:
-        return len(self.ok) / self.wall_s * 3600 if self.wall_s > 0 else 0.0
-
-    def figures(self, test: str) -> Figures:
-        """The case's one figures record (built once, after the case ran)."""
-        ok, case, memory = self.ok, self.case, self.memory
-        timings = {
-            name: round(statistics.fmean(getattr(p, name) for p in ok), 1) if ok else None
-            for name in ("queue_wait_ms", "synthesis_ms", "gpu_compute_ms", "total_ms")
-        }
-        return Figures(
-            test=test,
-            label=case.label,
-            kind=case.kind.name,
-            batch_size=case.batch_size,
-            concurrency=case.concurrency,
-            proofs_ok=len(ok),
-            proofs_failed=len(self.failed),
-            wall_s=round(self.wall_s, 4),
-            throughput_proofs_per_hour=round(self.proofs_per_hour, 3),
-            latency_p50_s=_round(self.latency(50)),
-            latency_p90_s=_round(self.latency(90)),
-            latency_max_s=_round(max((p.wall_s for p in ok), default=None)),
-            timings=ProofTimings(**timings),
-            rss_peak_bytes=memory.rss_effective_peak_bytes if memory is not None else None,
-            vram_peak_bytes=memory.vram_peak_bytes if memory is not None else None,
-            memory=memory,
-            failures=tuple(f"{p.job_id}: {p.error}" for p in self.failed[:20]),
-        )
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
-
 
 @dataclass
 class Runner:
-    """What ``run_case`` needs: a client, the daemon's backend, fresh requests and how to check proofs."""
+    """What a case's waves need: a client, the daemon's backend, fresh requests and how to check proofs."""
 
     client: ProvingClient
     backend: DaemonBackend
@@ -150,8 +126,10 @@ class Runner:
             raise DaemonHung(f"daemon hung: {seen} during {what}") from cause
 
 
-def _one_proof(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, t0: float) -> ProofRecord:
-    """Await one submitted proof; cancel it on timeout; check (and verify) what comes back."""
+def _await_one(
+    runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, t0: float
+) -> tuple[ProofRecord, ProofResult | None]:
+    """Await one submitted proof; cancel it on timeout. Checking the answer comes after the wave."""
     job = req.request_id
     try:
         res: ProofResult = runner.client.await_proof(job, timeout_s=runner.proof_timeout_s)
@@ -164,18 +142,13 @@ def _one_proof(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, 
         except CuzkError as exc:
             cancelled = f"CancelProof failed: {exc}"
         error = f"{kind.name} proof {job} timed out after {elapsed:.1f}s ({cancelled})"
-        return ProofRecord(job, False, elapsed, error, timed_out=True)
-    wall = time.monotonic() - t0
+        return ProofRecord(job, False, elapsed, error, timed_out=True, answered_at=time.monotonic()), None
+    done = time.monotonic()
     if not res.completed:
-        return ProofRecord(
-            job, False, wall, f"{res.status_name}: {res.error_message or '(no error message)'}"
-        )
+        error = f"{res.status_name}: {res.error_message or '(no error message)'}"
+        return ProofRecord(job, False, done - t0, error, answered_at=done), None
     timings = (res.queue_wait_ms, res.synthesis_ms, res.gpu_compute_ms, res.total_ms)
-    rec = ProofRecord(job, True, wall, "", *timings, len(res.proof))
-    problem = _check(runner, kind, req, res)
-    if problem:
-        rec.ok, rec.error = False, problem
-    return rec
+    return ProofRecord(job, True, done - t0, "", *timings, len(res.proof), answered_at=done), res
 
 
 def _check(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, res: ProofResult) -> str:
@@ -198,6 +171,15 @@ def _check(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, res:
     return ""
 
 
+def check_wave(runner: Runner, kind: ProofKindInfo, wave: Wave) -> list[ProofRecord]:
+    """Check (and verify) every answer of a timed wave; a proof that fails a check is not ok."""
+    for req, rec, res in zip(wave.requests, wave.records, wave.answers, strict=True):
+        problem = _check(runner, kind, req, res) if res is not None else ""
+        if problem:
+            rec.ok, rec.error = False, problem
+    return wave.records
+
+
 def _wave_name(kind: ProofKindInfo, requests: list[pb.SubmitProofRequest]) -> str:
     ids = [r.request_id for r in requests]
     if len(ids) == 1:
@@ -205,18 +187,19 @@ def _wave_name(kind: ProofKindInfo, requests: list[pb.SubmitProofRequest]) -> st
     return f"a wave of {len(ids)} {kind.name} proofs (jobs {ids[0]} to {ids[-1]})"
 
 
-def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord]:
-    """Submit ``size`` proofs at once and wait for all; fail within a poll interval of a death or a hang.
+def run_wave(runner: Runner, kind: ProofKindInfo, wave: Wave) -> Wave:
+    """Submit the wave's requests at once and await all; fail within a poll interval of a death or a hang.
 
     If the wait is interrupted (pytest-timeout, Ctrl-C, the daemon's death), the
     outstanding jobs are cancelled and the channel closed, so no thread is left
     blocked on an AwaitProof. A proof that times out on a daemon that answers nothing
     at all (not even GetStatus) is a hang, not a slow proof.
     """
-    requests = [runner.make_request() for _ in range(size)]
-    pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="cuzk-await")
-    futures: list[Future[ProofRecord]] = []
+    requests = wave.requests
+    pool = ThreadPoolExecutor(max_workers=len(requests), thread_name_prefix="cuzk-await")
+    futures: list[Future[tuple[ProofRecord, ProofResult | None]]] = []
     what = _wave_name(kind, requests)
+    start = time.monotonic()
     try:
         for req in requests:
             t0 = time.monotonic()
@@ -225,7 +208,7 @@ def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord
             except DeadlineExceeded as exc:
                 runner.hung_if_silent(f"SubmitProof of {what}", exc)
                 raise
-            futures.append(pool.submit(_one_proof, runner, kind, req, t0))
+            futures.append(pool.submit(_await_one, runner, kind, req, t0))
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=_DEATH_POLL_S, return_when=FIRST_COMPLETED)
@@ -233,11 +216,14 @@ def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord
                 raise runner.death(what)
             if stuck := runner.backend.stuck():
                 raise DaemonHung(f"daemon hung: {stuck} during {what}")
-        records = [f.result() for f in futures]
-        timed_out = [r for r in records if r.timed_out]
+        answered = [f.result() for f in futures]
+        wave.records = [rec for rec, _ in answered]
+        wave.answers = [res for _, res in answered]
+        wave.seconds = max(rec.answered_at for rec in wave.records) - start
+        timed_out = [r for r in wave.records if r.timed_out]
         if timed_out:
             runner.hung_if_silent(f"{kind.name} proof job {timed_out[0].job_id} ({timed_out[0].error})")
-        return records
+        return wave
     except BaseException as exc:
         # The socket closes a moment before the process can be reaped: say it died, if it did.
         death = isinstance(exc, (DaemonUnavailable, Cancelled)) and runner.backend.gone()
@@ -252,23 +238,3 @@ def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def run_case(case: Case, runner: Runner, proofs: int, benchmark: Any | None) -> CaseResult:
-    """Run the case's waves (through ``benchmark.pedantic`` when given) and return every record."""
-    result = CaseResult(case)
-    waves = max(1, math.ceil(proofs / case.in_flight))
-    start = time.monotonic()
-
-    def wave() -> None:
-        if runner.mark is not None:
-            runner.mark(f"wave {len(result.proofs) // case.in_flight + 1}")
-        result.proofs.extend(run_wave(runner, case.kind, case.in_flight))
-
-    if benchmark is not None:
-        benchmark.pedantic(wave, rounds=waves, iterations=1, warmup_rounds=0)
-    # A disabled benchmark (e.g. under xdist) runs the target once: run the rest ourselves.
-    while len(result.proofs) < waves * case.in_flight:
-        wave()
-    result.wall_s = time.monotonic() - start
-    return result

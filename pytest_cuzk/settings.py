@@ -1,4 +1,4 @@
-"""Options of pytest-cuzk: declaration, parsing and one resolved ``Settings`` record.
+"""pytest-cuzk's options resolved into one ``Settings`` record (``options`` declares them).
 
 Every ``--cuzk-*`` flag has a ``cuzk_*`` ini twin and a ``PYTEST_CUZK_*`` environment
 variable. Precedence lives in ``resolve_settings``: command line, then environment,
@@ -15,108 +15,15 @@ from typing import Any
 
 import pytest
 
+from .options import OPTIONS, Option
 from .wire.kinds import KINDS, by_name
 from .wire.units import parse_size, parse_thresholds
 
-__all__ = ["OPTIONS", "THIS_DAEMON", "Settings", "add_options", "daemon_value", "resolve_settings"]
+__all__ = ["THIS_DAEMON", "Settings", "daemon_value", "resolve_settings"]
 
-DEFAULT_ADDR = "127.0.0.1:9820"
 QUICK_CALL_S = 60.0
 HUNG_PROBE_S = 5.0
 MODES = ("auto", "spawn", "ref")
-
-
-@dataclass(frozen=True)
-class Option:
-    """One ``--cuzk-NAME`` flag with its ini key, environment variable and help text."""
-
-    name: str
-    help: str
-    default: Any = None
-    kind: str = "str"  # str | bool | float | list
-
-    @property
-    def flag(self) -> str:
-        return f"--cuzk-{self.name}"
-
-    @property
-    def ini(self) -> str:
-        return "cuzk_" + self.name.replace("-", "_")
-
-    @property
-    def env(self) -> str:
-        return "PYTEST_CUZK_" + self.name.replace("-", "_").upper()
-
-
-OPTIONS: tuple[Option, ...] = (
-    Option(
-        "daemon",
-        "Which daemon to test: auto (attach at --cuzk-addr, else spawn a cuzk binary, else the reference "
-        "engine), spawn (a cuzk binary), ref (the reference engine), or ADDR[,ADDR...] to attach to "
-        "running daemons",
-        "auto",
-    ),
-    Option("addr", "Address auto mode tries to attach to first", DEFAULT_ADDR),
-    Option("binary", "cuzk daemon binary to spawn (else cuzk-daemon or cuzk on PATH)"),
-    Option(
-        "config", "Base daemon TOML config; the plugin copies it and overrides listen, cache and batching"
-    ),
-    Option("param-cache", "Parameter (SRS) cache directory of the daemon (srs.param_cache)"),
-    Option("data-dir", "Cache directory for downloaded and generated test data", None),
-    Option(
-        "manifest", "Test-data manifest TOML (default: fixtures/manifest.toml, or generated data for ref)"
-    ),
-    Option("input", "Use your own data file for a kind: KIND=PATH (repeatable)", (), "list"),
-    Option("offline", "Never download test data", False, "bool"),
-    Option("skip-warmup", "Skip the warm-up proof and PCE wait before measuring", False, "bool"),
-    Option(
-        "lowmem-warmup",
-        "When the PCE file is missing and the daemon is spawned, warm up with a low-memory config, then "
-        "restart with the full one: auto (for cuzk binaries), on, off",
-        "auto",
-    ),
-    Option("preset", "Circuit-size preset of the reference engine (default, medium, large)", "default"),
-    Option("start-timeout", "Seconds for a spawned daemon to start answering", 120.0, "float"),
-    Option("ready-timeout", "Seconds for SRS parameters to load (PreloadSRS)", 900.0, "float"),
-    Option("warmup-timeout", "Seconds for the warm-up proof and its PCE file", 1800.0, "float"),
-    Option("proof-timeout", "Seconds one proof may take before it is cancelled and fails", 1800.0, "float"),
-    Option("batch-sizes", "Batch sizes to test (sizes above 1 only for porep and snap)", "1,2"),
-    Option("concurrency", "Concurrency levels (clients submitting at once) to test", "1"),
-    Option("proofs", "Proofs per test (at least one wave of batch x concurrency)", 2, "float"),
-    Option("sample-interval", "Memory sampling interval in seconds", 0.1, "float"),
-    Option("min-throughput", "Fail a test below this many proofs per hour: KIND:N/h[,KIND:N/h...]"),
-    Option("max-rss", "Fail a test whose daemon RSS peak exceeds SIZE or KIND:SIZE[,...] (e.g. 200GiB)"),
-    Option("max-vram", "Fail a test whose daemon VRAM peak exceeds SIZE or KIND:SIZE[,...]"),
-    Option(
-        "compare-fail",
-        "Fail a test that regressed against the compared pytest-benchmark run: METRIC:N%[,...] with "
-        "METRIC in throughput, rss_peak, vram_peak, p50, p90",
-    ),
-    Option(
-        "baseline", "Saved pytest-benchmark JSON to compare against (default: the --benchmark-compare run)"
-    ),
-    Option("plots", "Directory for per-test memory plots (PNG)"),
-    Option(
-        "label",
-        "Host label in test ids and the results database: ADDR=NAME per daemon (repeatable), or NAME for "
-        "the run's only daemon",
-        (),
-        "list",
-    ),
-    Option(
-        "host-id",
-        "The provider's id of the machine a daemon runs on (vast.ai's machine_id), recorded with each run "
-        "so cuzk-perf offers can match the next offer of that machine: ADDR=ID per daemon (repeatable), or "
-        "ID for the run's only daemon",
-        (),
-        "list",
-    ),
-    Option(
-        "results-db",
-        "Record every test in this database: a SQLAlchemy URL (sqlite:///FILE, postgresql://...) or "
-        "'default' for a SQLite file in the user's data dir",
-    ),
-)
 
 
 @dataclass(frozen=True)
@@ -144,6 +51,10 @@ class Settings:
     concurrency: tuple[int, ...]
     proofs: int
     sample_interval: float
+    max_proofs: int = 1000
+    case_budget: float = 45.0
+    window: float = 5.0
+    stability: float = 10.0
     min_throughput: dict[str, float] = field(default_factory=dict)
     max_rss: dict[str, int] = field(default_factory=dict)
     max_vram: dict[str, int] = field(default_factory=dict)
@@ -152,6 +63,7 @@ class Settings:
     plots: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
     host_ids: dict[str, str] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
     results_db: str | None = None
 
     @property
@@ -172,23 +84,6 @@ class Settings:
     def gates_asked(self) -> bool:
         """Whether any gate option is set (the gates sink is registered only then)."""
         return bool(self.min_throughput or self.max_rss or self.max_vram or self.compare_fail)
-
-
-def add_options(parser: pytest.Parser) -> None:
-    """Declare every option as a flag in the ``cuzk`` group and as an ini key."""
-    group = parser.getgroup("cuzk", "cuzk proving daemon validation and benchmarks")
-    for opt in OPTIONS:
-        help_text = f"{opt.help}. Default: {opt.default!r}" if opt.default not in (None, ()) else opt.help
-        help_text = help_text.replace("%", "%%")  # argparse expands % in help
-        if opt.kind == "bool":
-            group.addoption(opt.flag, action="store_true", default=None, help=help_text)
-            parser.addini(opt.ini, opt.help, type="bool", default=opt.default)
-        elif opt.kind == "list":
-            group.addoption(opt.flag, action="append", default=None, metavar="VALUE", help=help_text)
-            parser.addini(opt.ini, opt.help, type="linelist", default=[])
-        else:
-            group.addoption(opt.flag, default=None, metavar="VALUE", help=help_text)
-            parser.addini(opt.ini, opt.help, default=None)
 
 
 def _raw(config: pytest.Config, opt: Option) -> tuple[Any, str]:
@@ -246,7 +141,7 @@ def _throughput(text: str, where: str) -> float:
     return float(m.group(1))
 
 
-COMPARE_METRICS = ("throughput", "rss_peak", "vram_peak", "p50", "p90")
+COMPARE_METRICS = ("throughput", "rss_peak", "vram_peak", "p50", "p90", "p99")
 
 
 def _compare_fail(text: str | None, where: str) -> dict[str, float]:
@@ -274,6 +169,13 @@ def _float(text: Any, where: str) -> float:
     if value <= 0:
         raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be above 0")
     return value
+
+
+def _whole(text: Any, where: str) -> int:
+    value = _float(text, where)
+    if value != int(value):
+        raise pytest.UsageError(f"Invalid number {value!r} from {where}: use a whole number")
+    return int(value)
 
 
 def _interval(text: Any, where: str) -> float:
@@ -358,9 +260,10 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"Invalid value {lowmem!r} from {raw['lowmem-warmup'][1]}: use auto, on or off"
         )
-    proofs = _float(raw["proofs"][0], raw["proofs"][1])
-    if proofs != int(proofs):
-        raise pytest.UsageError(f"Invalid number {proofs!r} from {raw['proofs'][1]}: use a whole number")
+    proofs, max_proofs = (_whole(*raw[name]) for name in ("proofs", "max-proofs"))
+    if max_proofs < proofs:
+        why = f"below the minimum of {proofs} proofs ({raw['proofs'][1]})"
+        raise pytest.UsageError(f"Invalid number {max_proofs} from {raw['max-proofs'][1]}: {why}")
     results_db = raw["results-db"][0]
     return Settings(
         daemon="attach" if attach else daemon,
@@ -382,8 +285,12 @@ def resolve_settings(config: pytest.Config) -> Settings:
         proof_timeout=_float(raw["proof-timeout"][0], raw["proof-timeout"][1]),
         batch_sizes=_ints(raw["batch-sizes"][0], raw["batch-sizes"][1]),
         concurrency=_ints(raw["concurrency"][0], raw["concurrency"][1]),
-        proofs=int(proofs),
+        proofs=proofs,
         sample_interval=_interval(raw["sample-interval"][0], raw["sample-interval"][1]),
+        max_proofs=max_proofs,
+        case_budget=_float(*raw["case-budget"]),
+        window=_float(*raw["window"]),
+        stability=_float(*raw["stability"]),
         min_throughput=_kind_map(raw["min-throughput"][0], raw["min-throughput"][1], _throughput),
         max_rss=_kind_map(raw["max-rss"][0], raw["max-rss"][1], _size),
         max_vram=_kind_map(raw["max-vram"][0], raw["max-vram"][1], _size),
@@ -392,5 +299,6 @@ def resolve_settings(config: pytest.Config) -> Settings:
         plots=path("plots"),
         labels=_identities(*raw["label"], "ADDR=NAME", len(attach)),
         host_ids=_identities(*raw["host-id"], "ADDR=ID", len(attach)),
+        status=_identities(*raw["status"], "ADDR=HOST:PORT", len(attach)),
         results_db=str(results_db) if results_db else None,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import QUICK_PLAN
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +35,7 @@ def inner(pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.Mon
             f"--cuzk-data-dir={shared_cache}",
             "-p",
             "no:cacheprovider",
+            *QUICK_PLAN,
             *args,
             timeout=timeout,
         )

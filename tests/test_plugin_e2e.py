@@ -72,13 +72,15 @@ def test_xdist_gives_each_worker_its_own_daemon(inner, tmp_path, monkeypatch):
     assert all(process_gone(int(r[1])) for r in rows)
 
 
-def test_attached_daemon_is_used_and_left_running(inner, tmp_path):
+def test_attached_daemon_is_used_sampled_and_left_running(inner, tmp_path):
+    out = tmp_path / "bench.json"
     with ref_daemons(tmp_path) as refs:
         result = inner(
             {"test_prove": PROVE_SOURCE},
             f"--cuzk-daemon={refs.addresses[0]}",
             f"--cuzk-param-cache={refs.params}",
             f"--cuzk-manifest={refs.manifest}",
+            f"--benchmark-json={out}",
             "-k",
             "winning",
         )
@@ -87,6 +89,10 @@ def test_attached_daemon_is_used_and_left_running(inner, tmp_path):
             ["cuzk: daemon mode attach*", "*test_prove[[]winning-batch1-j1-attached[]]*"]
         )
         assert refs.all_running(), "an attached daemon is never stopped"
+    (case,) = json.loads(out.read_text())["benchmarks"]
+    info = case["extra_info"]
+    assert info["rss_peak_bytes"] > 10 * 2**20, "found by its socket's owner and sampled as a spawned one"
+    assert "rss_peak_bytes" not in info["na_reasons"]
 
 
 def test_unreachable_address_fails_within_the_timeout_naming_it(inner):

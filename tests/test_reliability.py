@@ -237,6 +237,7 @@ def test_a_real_oom_kill_mid_test_is_reported_with_the_kernels_count(inner, tmp_
             f"--cuzk-param-cache={tmp_path / 'params'}",
             "--cuzk-lowmem-warmup=off",
             "--cuzk-proofs=1000",
+            "--cuzk-max-proofs=1000",
             _faults(tmp_path, grow_memory_mib_per_s=40),
             timeout=240,
         )

@@ -118,6 +118,7 @@ def write_old(
         return {k: v for k, v in values.items() if k in md.tables[table].c}
 
     run_values = {k: v for k, v in dataclasses.asdict(run).items() if k != "host"}
+    run_values["hostname"] = old_host.hostname  # a v3 run keeps its own; earlier ones had none
     with engine.begin() as conn:
         md.create_all(conn)
         conn.execute(md.tables["schema_version"].insert().values(version=version))
@@ -131,10 +132,11 @@ def write_old(
     engine.dispose()
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) -> None:
     assert "sampler_interval_s" not in build_metadata(1).tables["tests"].c
     assert "host_id" not in build_metadata(2).tables["runs"].c
+    assert "samples" not in build_metadata(3).tables["tests"].c
     old_host = host(hostname="first-a40")
     run = RunRecord(host=old_host, daemon_build="old-build", label="a40", extra={})
     old = make_test(run.run_id, sampler_interval_s=0.1 if version > 1 else None)
@@ -142,7 +144,7 @@ def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) ->
 
     with ResultsDB(db_url) as db:
         with db.engine.connect() as conn:
-            assert schema_version(conn) == SCHEMA_VERSION == 3
+            assert schema_version(conn) == SCHEMA_VERSION == 4
             runs = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
         assert {"hostname", "host_id"} <= runs
         (row,) = db.rows()
@@ -152,13 +154,19 @@ def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) ->
         assert (row.run.host.hostname, row.run.host_id) == ("first-a40", "")
         twin = RunRecord(host=host(hostname="second-a40"), daemon_build="new", label="a40-2", host_id="22990")
         db.start_run(twin)
-        db.record_test(make_test(twin.run_id, "new", warmup_rss_peak_bytes=230 * GIB, lowmem_warmup=False))
+        samples = {"latency_s": [88.25, 97.5], "wave_s": [88.3, 97.6], "wave_size": [1, 1]}
+        db.record_test(
+            make_test(
+                twin.run_id, "new", warmup_rss_peak_bytes=230 * GIB, lowmem_warmup=False, samples=samples
+            )
+        )
         rows = db.rows()
         assert [(r.run.host.hostname, r.run.host_id) for r in rows] == [
             ("first-a40", ""),
             ("second-a40", "22990"),
         ]
         assert [r.test.warmup_rss_peak_bytes for r in rows] == [None, 230 * GIB]
+        assert [r.test.samples for r in rows] == [None, samples], "no samples before v4: None, not empty"
         assert migrate(db.engine) == SCHEMA_VERSION  # a second pass changes nothing
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cuzk.settings import OPTIONS, resolve_settings
+from pytest_cuzk.options import OPTIONS
+from pytest_cuzk.settings import resolve_settings
 from pytest_cuzk.wire.units import parse_size
 
 
@@ -23,7 +24,7 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
     assert resolve_settings(pytester.parseconfig("--cuzk-proofs=3")).proofs == 3
     monkeypatch.delenv("PYTEST_CUZK_PROOFS")
     pytester.makeini("[pytest]\n")
-    assert resolve_settings(pytester.parseconfig()).proofs == 2
+    assert resolve_settings(pytester.parseconfig()).proofs == 10
 
 
 @pytest.mark.parametrize(
@@ -43,6 +44,13 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         ),
         (["--cuzk-addr=https://h:1"], "Invalid address 'https://h:1' from option --cuzk-addr"),
         (["--cuzk-sample-interval=0.001"], "the sampler needs 0.005s or more"),
+        (
+            ["--cuzk-proofs=20", "--cuzk-max-proofs=5"],
+            "Invalid number 5 from option --cuzk-max-proofs: below the minimum of 20 proofs "
+            "(option --cuzk-proofs)",
+        ),
+        (["--cuzk-case-budget=0"], "Invalid number '0' from option --cuzk-case-budget: must be above 0"),
+        (["--cuzk-stability=x"], "Invalid number 'x' from option --cuzk-stability"),
     ],
 )
 def test_bad_values_name_their_source(pytester, args, message):

@@ -1,4 +1,8 @@
-"""A daemon someone else started: the plugin dials it and never starts, restarts or stops it."""
+"""A daemon someone else started: the plugin dials it and never starts, restarts or stops it.
+
+On this machine its process is found by its socket (``owner``), so its RSS and VRAM are sampled
+as a spawned daemon's are; a remote one's memory is what its own HTTP ``/status`` says, if anything.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,15 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+import psutil
+
 from ..client import ProvingClient
 from ..errors import CuzkError, DaemonExited
 from ..records import HostRecord
-from ..wire.addresses import is_local
+from ..wire.addresses import is_local, parse_address
 from ..wire.kinds import ProofKindInfo
 from .health import probe
+from .owner import socket_owner
 from .profiles import CuzkProfile
 from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare, no_lock
 
@@ -44,6 +51,7 @@ class AttachedDaemon:
         self.state = BackendState()
         self._probe_at = 0.0
         self._probe_error = ""
+        self._owner: tuple[int | None, str] | None = None
 
     @property
     def address(self) -> str:
@@ -51,7 +59,17 @@ class AttachedDaemon:
 
     @property
     def pid(self) -> int | None:
-        return None
+        """The process listening at the address (found again after it was restarted)."""
+        if not self.local:
+            return None
+        if self._owner is None or (self._owner[0] is not None and not psutil.pid_exists(self._owner[0])):
+            self._owner = socket_owner(parse_address(self._address))
+        return self._owner[0]
+
+    def unsampled(self) -> str | None:
+        if not self.local:
+            return "remote daemon"
+        return None if self.pid is not None else (self._owner[1] if self._owner else None)
 
     @property
     def local(self) -> bool:

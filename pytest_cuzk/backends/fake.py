@@ -234,6 +234,9 @@ class FakeDaemon:
     def pid(self) -> int | None:
         return None
 
+    def unsampled(self) -> str | None:
+        return "in-process fake daemon"
+
     @property
     def local(self) -> bool:
         return True

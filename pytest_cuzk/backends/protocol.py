@@ -143,6 +143,9 @@ class DaemonBackend(Protocol):
     def pid(self) -> int | None:
         """The process to sample for RSS and VRAM; None when it cannot be sampled from here."""
 
+    def unsampled(self) -> str | None:
+        """Why ``pid`` is None (e.g. "remote daemon"), for the summary's n/a; None when it is sampled."""
+
     @property
     def local(self) -> bool:
         """Whether the daemon runs on this machine (its host is this host)."""

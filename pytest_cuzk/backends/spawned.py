@@ -90,6 +90,9 @@ class SpawnedDaemon:
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
+    def unsampled(self) -> str | None:
+        return None if self.pid is not None else "the daemon is not running"
+
     @property
     def local(self) -> bool:
         return True

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support import QUICK_PLAN
 
 from pytest_cuzk.backends.choice import DaemonChoice
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
@@ -49,7 +50,7 @@ def fake_run(pytester: pytest.Pytester, tmp_path: Path) -> FakeRun:
             FakeDaemon(label, tmp_path / f"fake-{label}", behaviour, die_after) for label in labels
         )
         # importlib mode: an inner test_prove must not collide with the suite's module of that name
-        inner = ("-p", "no:cacheprovider", "--import-mode=importlib", *args)
+        inner = ("-p", "no:cacheprovider", "--import-mode=importlib", *QUICK_PLAN, *args)
         result = pytester.runpytest(*inner, plugins=[FakeChoice(daemons, mode), *plugins])
         return result, list(daemons)
 

@@ -1,8 +1,14 @@
-"""Attaching: a refused address fails within seconds; one that answers, but not as cuzk.v1, at once."""
+"""Attaching: a refused address fails within seconds; one that answers, but not as cuzk.v1, at once.
+
+A local daemon's process is found by its socket, so it is sampled; a remote one says why not.
+"""
 
 from __future__ import annotations
 
 import http.server
+import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -11,6 +17,12 @@ from concurrent import futures
 import grpc
 import pytest
 from support import PROVE_SOURCE
+
+# Imported before the in-process runs: requests imported inside one would not match itself after it.
+from pytest_cuzk import statuspoll  # noqa: F401
+from pytest_cuzk.backends.attached import AttachedDaemon
+from pytest_cuzk.backends.owner import socket_owner
+from pytest_cuzk.wire.addresses import parse_address
 
 # importlib mode: the inner test_prove must not collide with the suite module of the same name
 WINNING = (
@@ -66,3 +78,89 @@ def test_an_address_that_answers_but_not_as_cuzk_fails_at_once(pytester, request
     assert time.monotonic() - start < 3
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines([f"*127.0.0.1:{port} answers, but not as a cuzk.v1 gRPC server (*{seen}*)*"])
+
+
+# A process that listens (on a unix socket path or a free TCP port), prints "ready PORT" and waits.
+LISTENER = """
+import socket, sys
+where = sys.argv[1]
+if where == "tcp":
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+else:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(where)
+sock.listen()
+print("ready", sock.getsockname()[1] if where == "tcp" else 0, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def listener(tmp_path):
+    started = []
+
+    def start(where: str) -> tuple[subprocess.Popen[str], int]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", LISTENER, where], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        started.append(proc)
+        assert proc.stdout is not None
+        word, port = proc.stdout.readline().split()
+        assert word == "ready"
+        return proc, int(port)
+
+    yield start
+    for proc in started:
+        proc.communicate(timeout=10)
+
+
+def test_an_attached_daemons_process_is_found_by_its_socket(listener, tmp_path):
+    path = tmp_path / "cuzk.sock"
+    unix, _ = listener(str(path))
+    assert socket_owner(parse_address(f"unix://{path}")) == (unix.pid, "")
+    tcp, port = listener("tcp")
+    assert socket_owner(parse_address(f"127.0.0.1:{port}")) == (tcp.pid, "")
+    pid, why = socket_owner(parse_address(f"unix://{tmp_path / 'none.sock'}"))
+    assert pid is None and why.startswith(f"cannot ask {tmp_path / 'none.sock'} for its owner: ")
+
+
+def test_a_remote_daemon_is_not_sampled_and_says_so():
+    daemon = AttachedDaemon("far", "10.0.0.5:9820", start_timeout_s=1.0, param_cache=None)
+    assert (daemon.pid, daemon.unsampled()) == (None, "remote daemon")
+
+
+def test_a_remote_daemons_own_memory_figures_come_from_its_status_page(fake_run, tmp_path):
+    """A daemon whose process is not ours to sample: the summary says so and shows what /status says."""
+    status = {"memory": {"total_bytes": 64 << 30, "used_bytes": 12 << 30, "available_bytes": 52 << 30}}
+    body = json.dumps(status).encode()
+
+    class Status(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Status)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out = tmp_path / "bench.json"
+    try:
+        result, _ = fake_run(
+            {"test_prove": PROVE_SOURCE},
+            *WINNING[:3],
+            f"--cuzk-status=127.0.0.1:{server.server_address[1]}",
+            f"--benchmark-json={out}",
+            plugins=(),
+        )
+    finally:
+        server.shutdown()
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["RSS n/a: in-process fake daemon", "*the daemon's /status: memory budget used at peak 12.0 GiB"]
+    )
+    infos = [b["extra_info"] for b in json.loads(out.read_text())["benchmarks"]]
+    assert {i["status_memory_peak_bytes"] for i in infos} == {12 << 30}

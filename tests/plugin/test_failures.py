@@ -30,5 +30,5 @@ def test_a_case_whose_every_proof_fails_says_why(fake_run):
     result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, behaviour={"porep": fail})
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*2 of 2 porep proofs failed: 2x FAILED: C1 parse failed: failed to parse C1 output wrapper JSON*"]
+        ["*1 of 1 porep proofs failed: 1x FAILED: C1 parse failed: failed to parse C1 output wrapper JSON*"]
     )

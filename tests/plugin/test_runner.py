@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
+from pytest_cuzk.casefigures import case_figures
 from pytest_cuzk.cases import Case
 from pytest_cuzk.client import ProvingClient
 from pytest_cuzk.errors import DaemonExited, DaemonHung
-from pytest_cuzk.runner import CaseResult, Runner, run_case
+from pytest_cuzk.measure import Plan, run_case
+from pytest_cuzk.runner import CaseResult, Runner
 from pytest_cuzk.settings import resolve_settings
 from pytest_cuzk.testdata import TestData
 from pytest_cuzk.wire.kinds import KINDS
@@ -40,7 +42,8 @@ def _run(
             probe_timeout_s=min(timeout_s, 1.0),
             verify=daemon.profile().verifier(case.kind),
         )
-        return run_case(case, runner, proofs, benchmark=None)
+        exactly = Plan(min_proofs=proofs, max_proofs=proofs, budget_s=60.0, window_s=1.0, stability_pct=10.0)
+        return run_case(case, runner, exactly, benchmark=None)
 
 
 def test_every_proof_is_checked_verified_and_timed(daemon, pytester):
@@ -48,7 +51,7 @@ def test_every_proof_is_checked_verified_and_timed(daemon, pytester):
     assert len(result.ok) == 8 and not result.failed, "two waves of batch 2 x concurrency 2"
     assert all(p.proof_len == KINDS["porep"].proof_len for p in result.ok)
     assert len({p.job_id for p in result.proofs}) == 8, "every request has its own id (cuzk caches by id)"
-    figures = result.figures("test_x")
+    figures = case_figures(result, "test_x")
     assert (figures.proofs_ok, figures.proofs_failed, figures.batch_size) == (8, 0, 2)
     assert figures.throughput_proofs_per_hour > 0 and figures.latency_p50_s is not None
 
@@ -142,5 +145,5 @@ def test_why_names_each_distinct_reason_once_with_its_count(daemon, pytester):
     daemon.behaviour["winning"] = FakeBehaviour(fail="synthesis failed: randomness must be exactly 32 bytes")
     result = _run(daemon, pytester, Case("local", WINNING, 1, 2), proofs=4)
     assert result.why() == (
-        "4 of 4 winning proofs failed: 4x FAILED: synthesis failed: randomness must be exactly 32 bytes"
+        "2 of 2 winning proofs failed: 2x FAILED: synthesis failed: randomness must be exactly 32 bytes"
     )

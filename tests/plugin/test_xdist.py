@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from support import PROVE_SOURCE
+from support import PROVE_SOURCE, QUICK_PLAN
 
 FAKE_PER_WORKER = """
 import os
@@ -23,7 +23,7 @@ def test_workers_figures_and_counters_reach_one_summary(pytester, monkeypatch):
     pytester.makeconftest(FAKE_PER_WORKER)
     pytester.makepyfile(test_a=PROVE_SOURCE, test_b=PROVE_SOURCE)
     args = ("-n", "2", "--dist", "loadfile", "-k", "winning or wpost", "--cuzk-batch-sizes=1")
-    result = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider", timeout=120)
+    result = pytester.runpytest_subprocess(*args, *QUICK_PLAN, "-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(passed=4)
     out = result.stdout.str()
     summary = out[out.index("cuzk proving summary") :]

@@ -1,0 +1,81 @@
+"""A daemon's own memory figures from cuzk's HTTP ``/status`` (``daemon.status_listen``).
+
+Where the daemon's process cannot be sampled (it runs on another host), what the daemon says of
+itself is the next best figure. cuzk's ``memory.used_bytes`` is its unified memory budget in use
+(SRS, PCE and the proofs' working set), not an RSS, so it is reported under its own name. Polled
+once a second from a thread while the case runs: the endpoint builds a JSON document per GET.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import requests
+
+__all__ = ["StatusMemory", "StatusPoller", "status_url"]
+
+POLL_S = 1.0
+TIMEOUT_S = 2.0
+
+
+def status_url(address: str) -> str:
+    """``HOST:PORT`` (as ``status_listen`` is written) or a URL, as the ``/status`` URL."""
+    base = address if "://" in address else f"http://{address}"
+    return base.rstrip("/") + ("" if base.rstrip("/").endswith("/status") else "/status")
+
+
+@dataclass(frozen=True)
+class StatusMemory:
+    """The highest ``memory.used_bytes`` the daemon reported, its budget, and why there is none."""
+
+    url: str
+    used_peak_bytes: int | None
+    total_bytes: int | None
+    polls: int
+    error: str | None = None
+
+
+class StatusPoller:
+    """Polls ``/status`` between ``start()`` and ``stop()``; a failing endpoint is reported, not raised."""
+
+    def __init__(self, address: str, poll_s: float = POLL_S) -> None:
+        self.url = status_url(address)
+        self.poll_s = poll_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cuzk-status-poll", daemon=True)
+        self._peak: int | None = None
+        self._total: int | None = None
+        self._polls = 0
+        self._error: str | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> StatusMemory:
+        self._stop.set()
+        self._thread.join(TIMEOUT_S + 1)
+        self._poll()  # one last look: the case's peak may have come after the last tick
+        error = None if self._peak is not None else self._error or "no memory figures in its answers"
+        return StatusMemory(self.url, self._peak, self._total, self._polls, error)
+
+    def _run(self) -> None:
+        while True:
+            self._poll()
+            if self._stop.wait(self.poll_s):
+                return
+
+    def _poll(self) -> None:
+        try:
+            reply = requests.get(self.url, timeout=TIMEOUT_S)
+            reply.raise_for_status()
+            memory = reply.json().get("memory") or {}
+        except (requests.RequestException, ValueError, AttributeError) as exc:
+            self._error = f"{self.url}: {exc}"
+            return
+        self._polls += 1
+        used, total = memory.get("used_bytes"), memory.get("total_bytes")
+        if isinstance(used, int):
+            self._peak = max(used, self._peak or 0)
+        if isinstance(total, int):
+            self._total = total

@@ -1,0 +1,195 @@
+"""The measurement plan against a fake daemon: windows until stable, bounded by proofs and seconds.
+
+Only the daemon's work is timed: requests are built, and proofs checked, between the waves.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from support import PROVE_SOURCE
+from test_hostinfo import FakeNvml
+
+from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
+from pytest_cuzk.casefigures import case_figures
+from pytest_cuzk.cases import Case
+from pytest_cuzk.client import ProvingClient
+from pytest_cuzk.measure import Plan, run_case
+from pytest_cuzk.proto import pb
+from pytest_cuzk.runner import CaseResult, Runner
+from pytest_cuzk.settings import resolve_settings
+from pytest_cuzk.testdata import TestData
+from pytest_cuzk.wire.kinds import KINDS
+
+WINNING = KINDS["winning"]
+ONE = Case("local", WINNING, 1, 1)
+STEADY = FakeBehaviour(delay_s=0.02)  # the sleep, not the machine, sets the pace
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[FakeDaemon]:
+    fake = FakeDaemon("local", tmp_path / "fake", {"winning": STEADY})
+    yield fake
+    fake.stop()
+
+
+def plan(**over: float) -> Plan:
+    values = dict(min_proofs=2, max_proofs=1000, budget_s=20.0, window_s=0.1, stability_pct=25.0)
+    return Plan(**{**values, **over})  # type: ignore[arg-type]
+
+
+def measure(
+    daemon: FakeDaemon,
+    pytester: pytest.Pytester,
+    the_plan: Plan,
+    case: Case = ONE,
+    request_hook: Callable[[], None] = lambda: None,
+    verify_s: float = 0.0,
+) -> CaseResult:
+    daemon.bring_up(case.batch_size, [case.kind], lambda *_: None)
+    data = TestData(resolve_settings(pytester.parseconfig()), daemon.profile().manifest(), None)
+    verifier = daemon.profile().verifier(case.kind)
+    assert verifier is not None
+
+    def make_request() -> pb.SubmitProofRequest:
+        request_hook()
+        return data.request(case.kind)
+
+    def verify(req: pb.SubmitProofRequest, proof: bytes) -> bool:
+        time.sleep(verify_s)
+        return verifier(req, proof)
+
+    with ProvingClient(daemon.address) as client:
+        runner = Runner(client, daemon, make_request, 5.0, 1.0, verify=verify)
+        return run_case(case, runner, the_plan, benchmark=None)
+
+
+def test_a_steady_daemon_stops_once_three_windows_agree(daemon, pytester):
+    result = measure(daemon, pytester, plan())
+    assert result.stabilised and result.windows == 3
+    assert result.stop_reason == "stable after 3 windows"
+    assert 9 <= len(result.proofs) <= 30, "three windows of 0.1 s of 20 ms proofs"
+    assert [w.window for w in result.waves] == sorted(w.window for w in result.waves)
+
+
+def test_a_daemon_that_will_not_settle_stops_at_the_budget(daemon, pytester):
+    turns = itertools.count()
+
+    def alternate() -> None:  # every fifth proof the daemon changes pace: no three windows agree
+        daemon.behaviour["winning"] = FakeBehaviour(delay_s=0.01 if next(turns) // 5 % 2 else 0.06)
+
+    start = time.monotonic()
+    result = measure(daemon, pytester, plan(budget_s=1.5, stability_pct=5.0), request_hook=alternate)
+    assert time.monotonic() - start < 1.6, "no wave starts that would overrun the budget"
+    assert not result.stabilised and result.windows >= 3
+    assert result.stop_reason == "the 1.5 s time budget (--cuzk-case-budget) would be overrun"
+
+
+def test_the_minimum_proofs_win_over_the_budget_and_the_maximum_bounds_all(daemon, pytester):
+    assert len(measure(daemon, pytester, plan(min_proofs=25, budget_s=0.1)).proofs) == 25
+    capped = measure(daemon, pytester, plan(min_proofs=3, max_proofs=5, stability_pct=0.001))
+    assert (len(capped.proofs), capped.stop_reason) == (5, "--cuzk-max-proofs 5 reached")
+
+
+def test_requests_and_verification_stay_outside_the_timed_waves(daemon, pytester):
+    result = measure(
+        daemon,
+        pytester,
+        plan(min_proofs=6, max_proofs=6),
+        request_hook=lambda: time.sleep(0.05),
+        verify_s=0.05,
+    )
+    figures = case_figures(result, "test_x")
+    assert all(0.02 <= s < 0.045 for s in figures.samples.wave_s), figures.samples.wave_s
+    assert figures.untimed_s >= 6 * 0.1 * 0.9, "building and verifying are the plugin's own time"
+    assert figures.throughput_proofs_per_hour > 3600 / 0.045, "throughput counts the timed waves only"
+    assert figures.plugin_share_pct is not None and figures.plugin_share_pct < 50
+
+
+def test_figures_carry_percentiles_an_interval_and_say_why_one_is_missing(daemon, pytester):
+    result = measure(daemon, pytester, plan(min_proofs=12, max_proofs=12), case=Case("local", WINNING, 1, 2))
+    f = case_figures(result, "test_x", unsampled="in-process fake daemon")
+    assert f.proofs_ok == 12 and f.waves == 6 and list(f.samples.wave_size) == [2] * 6
+    assert f.latency_p50_s is not None and f.latency_p90_s is not None and f.latency_p99_s is None
+    assert f.na_reasons["latency_p99_s"] == "needs at least 100 proofs, 12 measured"
+    assert f.na_reasons["rss_peak_bytes"] == "in-process fake daemon"
+    low, high = f.throughput_proofs_per_hour_ci or (0, 0)
+    assert low < f.throughput_proofs_per_hour < high
+    assert f.throughput_cv is not None and f.latency_cv is not None
+    assert sorted(f.samples.latency_s) == sorted(round(p.wall_s, 4) for p in result.ok)
+
+
+def test_each_wave_is_one_benchmark_round_and_the_json_keeps_every_proof(fake_run, tmp_path):
+    out = tmp_path / "bench.json"
+    plan_args = ("--cuzk-proofs=4", "--cuzk-max-proofs=400", "--cuzk-window=0.1", "--cuzk-stability=25")
+    result, _ = fake_run(
+        {"test_prove": PROVE_SOURCE},
+        "-k", "winning", "--cuzk-batch-sizes=1", *plan_args, f"--benchmark-json={out}",
+        behaviour={"winning": STEADY},
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    (case,) = json.loads(out.read_text())["benchmarks"]
+    info = case["extra_info"]
+    assert case["stats"]["rounds"] == info["waves"] == len(info["samples"]["wave_s"]) >= 9
+    assert len(info["samples"]["latency_s"]) == info["proofs_ok"]
+    assert info["stabilised"] and info["stop_reason"] == "stable after 3 windows"
+    assert len(info["throughput_proofs_per_hour_ci"]) == 2
+    result.stdout.fnmatch_lines(
+        [
+            "test*p50 s*p90 s*p99 s*proofs/h*±95%*RSS peak*VRAM peak*",
+            "p99 n/a: needs at least 100 proofs, * measured",
+            "RSS n/a: in-process fake daemon",
+            "test_prove[[]winning-batch1-j1[]]: * proofs in * waves, 3 windows, stable (stable after 3 *"
+            "plugin: client and transport *% of the daemon's time*",
+        ]
+    )
+
+
+class SampledFake(FakeDaemon):
+    """A fake daemon whose 'process' is the test process, so the memory sampler has a pid to watch."""
+
+    @property
+    def pid(self) -> int | None:
+        return os.getpid()
+
+    def unsampled(self) -> str | None:
+        return None
+
+
+def test_a_gpu_that_sat_idle_through_a_case_is_named(pytester, tmp_path, monkeypatch):
+    fake = FakeNvml(monkeypatch, devices=2)
+    fake.idle = {1}
+    pytester.makepyfile(test_prove=PROVE_SOURCE)
+    daemon = SampledFake("local", tmp_path / "fake", {"winning": FakeBehaviour(delay_s=0.05)})
+
+    class Choice:
+        def pytest_cuzk_make_backends(self, config, settings, workspace):
+            from pytest_cuzk.backends.choice import DaemonChoice
+
+            return DaemonChoice("fake", "a sampled fake", (daemon,))
+
+    args = (
+        "-k",
+        "winning",
+        "--cuzk-batch-sizes=1",
+        "--cuzk-proofs=14",
+        "--cuzk-max-proofs=14",
+        "-p",
+        "no:cacheprovider",
+    )
+    result = pytester.runpytest(*args, "--import-mode=importlib", plugins=[Choice()])
+    daemon.stop()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*CuzkWarning: test_prove[[]winning-batch1-j1[]]: GPU 1 (NVIDIA H200) sat idle through the case*",
+            "  GPU 0 NVIDIA H200: VRAM peak 2.00 GiB, utilisation 87%, SM clock 1980 MHz",
+            "  GPU 1 NVIDIA H200: VRAM peak 2.00 GiB, utilisation 0%, SM clock 1980 MHz",
+        ]
+    )
