@@ -3,7 +3,9 @@
 pytest-benchmark's ``--benchmark-compare-fail`` checks timings only and fails the whole
 session at its end; these gates cover throughput and memory too, absolute
 (``--cuzk-min-throughput``, ``--cuzk-max-rss``, ``--cuzk-max-vram``) and relative to a saved
-run (``--cuzk-compare-fail``), and fail inside the test. ``Gates`` is the last sink of
+run (``--cuzk-compare-fail``), and fail inside the test. A relative gate fails only a change
+beyond its limit that is significant (``comparison``); one that is not, and a run whose
+spread is too wide to resolve the limit, get a warning. ``Gates`` is the last sink of
 ``pytest_cuzk_case_finished``, so every other sink has the case before it fails.
 """
 
@@ -15,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .comparison import Side, compare, spread_warning
 from .errors import CuzkError, CuzkWarning
-from .figures import METRICS, Figures, regression
+from .figures import METRICS, Figures, Samples
 from .settings import Settings
 from .wire.units import format_bytes
 
@@ -42,14 +45,15 @@ def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
 def check_gates(
     figures: Figures, settings: Settings, baseline: dict[str, Any] | None
 ) -> tuple[list[str], list[str]]:
-    """The gates the case breaks, and the gates that could not be checked, as sentences.
+    """The gates the case breaks, and the warnings about gates, as sentences.
 
-    A broken gate names the measured value, the limit and the option; an unchecked
-    one says why, so that a gate never passes silently for want of a figure.
+    A broken gate names the measured value, the limit and the option. A warning says why a
+    gate could not be checked (so that it never passes silently for want of a figure), that a
+    change beyond a limit was not significant, or that the run's spread is too wide for a limit.
     """
     kind = figures.kind
     failures: list[str] = []
-    unchecked: list[str] = []
+    warnings: list[str] = []
     floor = settings.min_throughput.get(kind)
     if floor is not None and figures.throughput_proofs_per_hour < floor:
         failures.append(
@@ -65,44 +69,45 @@ def check_gates(
         if limit is None:
             continue
         if value is None:
-            memory = figures.memory
-            why = (memory.vram_unavailable_reason if memory else None) or (
-                "the daemon's process is not sampled (attached)"
-            )
-            unchecked.append(f"{option} not checked for {kind}: no {metric.attr} ({why})")
+            why = figures.why_na(metric.attr) or "the daemon's process is not sampled (attached)"
+            warnings.append(f"{option} not checked for {kind}: no {metric.attr} ({why})")
         elif value > limit:
             failures.append(
                 f"{metric.attr} {format_bytes(value)} exceeds {format_bytes(limit)} for {kind} ({option})"
             )
     if settings.compare_fail:
-        failures += _compare(figures, settings, baseline, unchecked)
-    return failures, unchecked
+        failures += _compare(figures, settings, baseline, warnings)
+    return failures, warnings
 
 
 def _compare(
-    figures: Figures, settings: Settings, baseline: dict[str, Any] | None, unchecked: list[str]
+    figures: Figures, settings: Settings, baseline: dict[str, Any] | None, warnings: list[str]
 ) -> list[str]:
     if not baseline:
-        unchecked.append(
+        warnings.append(
             "--cuzk-compare-fail not checked: the compared run has no such test "
             "(pass --cuzk-baseline FILE or --benchmark-compare)"
         )
         return []
     old = baseline.get("extra_info", {})
+    saved = Samples.from_dict(old["samples"]) if old.get("samples") else None
     failures = []
     for name, pct in settings.compare_fail.items():
         metric = METRICS[name]
-        before, after = old.get(metric.attr), metric.value(figures)
-        worse = regression(metric, before, after)
-        if worse is None:
-            unchecked.append(
+        now = Side(metric.value(figures), figures.samples)
+        change = compare(metric, Side(old.get(metric.attr), saved), now, pct)
+        if change.verdict == "not comparable":
+            why = figures.why_na(metric.attr) or (old.get("na_reasons") or {}).get(metric.attr)
+            warnings.append(
                 f"--cuzk-compare-fail {name} not checked: no {metric.attr} in the baseline or now"
+                + (f" ({why})" if why else "")
             )
-        elif worse > pct:
-            failures.append(
-                f"{name} regressed {worse:.1f}% (baseline {before:g}, now {after:g}; limit {pct:g}%) "
-                "(--cuzk-compare-fail)"
-            )
+        elif change.verdict == "regressed":
+            failures.append(f"{change.sentence()} (--cuzk-compare-fail)")
+        elif change.verdict == "not significant":
+            warnings.append(f"{change.sentence()} (--cuzk-compare-fail)")
+        if warning := spread_warning(metric, now, pct):
+            warnings.append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
     return failures
 
 
@@ -132,8 +137,8 @@ class Gates:
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
         baseline = self.baseline().get(item.nodeid) if self.settings.compare_fail else None
-        failures, unchecked = check_gates(figures, self.settings, baseline)
-        for note in unchecked:
+        failures, warnings = check_gates(figures, self.settings, baseline)
+        for note in warnings:
             item.warn(CuzkWarning(note))
         if failures:
             pytest.fail(f"{item.name}: " + "; ".join(failures), pytrace=False)

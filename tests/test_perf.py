@@ -6,9 +6,11 @@ import csv
 import dataclasses
 import datetime as dt
 import json
+import re
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import numpy as np
 import pg
 import pytest
 
@@ -46,6 +48,13 @@ FLEET = [
 ]  # fmt: skip
 
 
+def samples(per_hour: float, p50: float, seed: int) -> dict[str, list[float]]:
+    """20 waves of one proof around the row's figures, 2% apart: what a stored run holds."""
+    jitter = 1 + 0.02 * np.random.default_rng(seed).standard_normal((2, 20))
+    waves = (3600 / per_hour * jitter[0]).round(3).tolist()
+    return {"latency_s": (p50 * jitter[1]).round(3).tolist(), "wave_s": waves, "wave_size": [1] * 20}
+
+
 @pytest.fixture
 def fleet(db_url: str) -> str:
     with ResultsDB(db_url) as db:
@@ -63,7 +72,7 @@ def fleet(db_url: str) -> str:
                     run_id=run.run_id, nodeid=f"test_prove[{kind}-batch{b}-j{j}]", kind=kind, batch_size=b,
                     concurrency=j, proofs_ok=4, proofs_failed=0, p50_s=p50, p90_s=p50 * 1.1, max_s=p50 * 1.2,
                     proofs_per_hour=per_hour, rss_peak_bytes=rss * GIB, vram_peak_bytes=20 * GIB, label=label,
-                    sampler_interval_s=0.1,
+                    sampler_interval_s=0.1, samples=samples(per_hour, p50, day * 10 + b),
                 ))  # fmt: skip
             db.finish_run(run.run_id)
     return db_url
@@ -132,10 +141,17 @@ def test_compare_fails_on_a_planted_regression(fleet: str, capsys: pytest.Captur
     )
     assert code == 1
     regressions = [line for line in out.splitlines() if line.startswith("REGRESSION")]
-    assert regressions == [
-        "REGRESSION porep batch1-j1 on 4090 throughput: A 41.3/h -> B 38.0/h (-8.0%, limit -5%)",
-        "REGRESSION porep batch1-j1 on 4090 rss_peak: A 180.0 GiB -> B 200.0 GiB (+11.1%, limit +10%)",
-    ]
+    assert len(regressions) == 2, out
+    # Estimated from the pooled samples (20 waves 2% apart), with the interval and the p-value.
+    assert re.fullmatch(
+        r"REGRESSION porep batch1-j1 on 4090 throughput: A 4\d\.\d/h -> B 3\d\.\d/h \(-[789]\.\d%, "
+        r"95% CI -\d+\.\d% to -[6-9]\.\d%, p=\S+, limit -5%\)",
+        regressions[0],
+    ), regressions[0]
+    assert regressions[1] == (
+        "REGRESSION porep batch1-j1 on 4090 rss_peak: A 180.0 GiB -> B 200.0 GiB "
+        "(+11.1%, a peak, compared as measured, limit +10%)"
+    )
     # Only the 4090 ran both builds: the A40's figures must not enter the comparison.
     assert {r[3] for r in body(out)} == {"4090"}
 

@@ -1,11 +1,17 @@
-"""``cuzk-perf compare``: one build against another on the same host, with ``--fail`` limits."""
+"""``cuzk-perf compare``: one build against another on the same host, with ``--fail`` limits.
+
+It judges a change as the pytest gate does (``comparison``): beyond the limit and significant
+on the runs' pooled per-proof samples; a build whose runs stored no samples is compared as
+measured and reported as untested.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..figures import METRICS, regression
+from ..comparison import Side, compare
+from ..figures import METRICS, Samples
 from ..records import ResultRow
 from ..results import ResultsDB
 from ..tables import table
@@ -25,14 +31,22 @@ def resolve_build(db: ResultsDB, name: str) -> str:
     raise LookupError(f"build {name!r} {why}; known builds:\n{listing}")
 
 
+def _side(rows: list[ResultRow], name: str) -> Side:
+    """A build's figure over its runs, with their pooled samples when every run stored them."""
+    metric, found = METRICS[name], values(rows, name)
+    parts = [Samples.from_dict(r.test.samples) for r in rows if r.test.samples]
+    pooled = Samples.pooled(parts) if parts and len(parts) == len(rows) else None
+    return Side(metric.combine(found) if found else None, pooled)
+
+
 def compare_rows(
     a: list[ResultRow], b: list[ResultRow], limits: dict[str, float]
-) -> tuple[list[list[str]], list[str]]:
-    """Table rows and regression messages for each kind/batch/j both builds measured on the same host.
+) -> tuple[list[list[str]], list[str], list[str]]:
+    """Table rows, regressions and unproven changes per kind/batch/j that both builds ran on one host.
 
-    ``limits`` are percentages by metric name, as ``--cuzk-compare-fail`` takes them.
-
-    Only the same host is compared: another host's figures would measure the hardware, not the build.
+    ``limits`` are percentages by metric name, as ``--cuzk-compare-fail`` takes them, and are
+    judged as the gate judges them (``comparison``). Only the same host is compared: another
+    host's figures would measure the hardware, not the build.
     """
     ga, gb = (
         group(x, lambda r: (r.test.kind, r.test.batch_size, r.test.concurrency, r.run.host.fingerprint))
@@ -40,42 +54,46 @@ def compare_rows(
     )
     out: list[list[str]] = []
     failures: list[str] = []
+    unproven: list[str] = []
     for key in sorted(ga.keys() & gb.keys()):
         kind, batch, j, _ = key
         host = labels(ga[key] + gb[key])
         for name, m in METRICS.items():
-            va, vb = values(ga[key], name), values(gb[key], name)
-            if not va or not vb:
+            change = compare(m, _side(ga[key], name), _side(gb[key], name), limits.get(name))
+            if change.worse_pct is None:
                 continue
-            x, y = m.combine(va), m.combine(vb)
-            change = f"{(y - x) / x:+.1%}" if x else "n/a"
-            worse, limit = regression(m, x, y), limits.get(name)
-            bad = limit is not None and worse is not None and worse > limit
+            delta = f"{change.signed(change.worse_pct):+.1f}%"
+            limit = change.limit
             shown = "-" if limit is None else f"{'-' if m.higher_is_better else '+'}{limit:g}%"
-            verdict = "REGRESSION" if bad else "ok"
-            a_, b_ = m.show(x), m.show(y)
-            out.append([kind, str(batch), str(j), host, name, a_, b_, change, shown, verdict])
-            if bad:
-                failures.append(
-                    f"REGRESSION {kind} batch{batch}-j{j} on {host} {name}: A {a_} -> B {b_} "
-                    f"({change}, limit {shown})"
-                )
-    return out, failures
+            a_, b_ = m.show(change.before), m.show(change.after)
+            evidence = change.evidence(signed=True)
+            out.append([kind, str(batch), str(j), host, name, a_, b_, delta, evidence, shown, change.verdict])
+            what = f"{kind} batch{batch}-j{j} on {host} {name}"
+            line = f"{what}: A {a_} -> B {b_} ({delta}, {evidence}, limit {shown})"
+            if change.verdict == "regressed":
+                failures.append(f"REGRESSION {line}")
+            elif change.verdict == "not significant":
+                unproven.append(f"not significant, not failed: {line}")
+    return out, failures, unproven
 
 
 def cmd_compare(db: ResultsDB, args: argparse.Namespace) -> int:
-    """Per-kind deltas from build A to build B; exit 1 on a regression beyond a --fail threshold."""
+    """Per-kind deltas from build A to build B; exit 1 on a significant regression beyond a --fail limit."""
     try:
         names = [resolve_build(db, n) for n in (args.build_a, args.build_b)]
     except LookupError as exc:
         print(f"cuzk-perf compare: {exc}", file=sys.stderr)
         return 2
     a, b = (db.rows(build=n, kind=args.kind, host=args.host) for n in names)
-    out, failures = compare_rows(a, b, args.fail)
+    out, failures, unproven = compare_rows(a, b, args.fail)
     if not out:
         print(f"cuzk-perf compare: {names[0]!r} and {names[1]!r} share no kind/batch/j measured on one host")
         return 2
     print(f"A = {names[0]}\nB = {names[1]}")
-    print(table(("kind", ">batch", ">j", "host", "metric", ">A", ">B", ">delta", ">limit", "verdict"), out))
-    print("\n".join(failures) if failures else "no regression beyond the thresholds")
+    heads = ("kind", ">batch", ">j", "host", "metric", ">A", ">B", ">delta", "evidence", ">limit", "verdict")
+    print(table(heads, out))
+    for line in unproven + failures:
+        print(line)
+    if not failures:
+        print(f"no {'significant ' if unproven else ''}regression beyond the thresholds")
     return 1 if failures else 0

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
+import statistics
 
+import numpy as np
 import pytest
 from support import PROVE_SOURCE
 
-from pytest_cuzk.figures import METRICS, Figures, regression
+from pytest_cuzk.backends.fake import FakeBehaviour
+from pytest_cuzk.casefigures import case_figures
+from pytest_cuzk.cases import Case
+from pytest_cuzk.figures import METRICS, Figures, Samples, regression
 from pytest_cuzk.gates import check_gates
 from pytest_cuzk.memory import MemoryReport
+from pytest_cuzk.runner import CaseResult
 from pytest_cuzk.settings import resolve_settings
+from pytest_cuzk.wire.kinds import KINDS
 
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
 
@@ -58,21 +66,93 @@ def test_a_vram_gate_without_nvml_says_why(pytester):
              sm_clock_mean_mhz=None, sm_clock_min_mhz=None, pstates=[])
     )  # fmt: skip
     settings = resolve_settings(pytester.parseconfig("--cuzk-max-vram=1GiB"))
-    _, unchecked = check_gates(_figures(memory=memory), settings, None)
+    result = CaseResult(Case("local", KINDS["porep"], 1, 1), memory=memory)
+    _, unchecked = check_gates(case_figures(result, "test_prove[porep-batch1-j1]"), settings, None)
     assert unchecked == [
         "--cuzk-max-vram not checked for porep: no vram_peak_bytes (NVML unavailable: no driver)"
     ]
 
 
-def test_compare_gate_fails_beyond_the_threshold_only(pytester):
+def _timed(per_proof_s: list[float]) -> Samples:
+    """One proof per wave, each as long as given."""
+    n = len(per_proof_s)
+    return Samples(latency_s=tuple(per_proof_s), wave_s=tuple(per_proof_s), wave_size=(1,) * n)
+
+
+def _jittered(mean_s: float, seed: int, n: int = 30) -> list[float]:
+    return list(mean_s * (1 + 0.03 * np.random.default_rng(seed).standard_normal(n)))
+
+
+def _measured(per_proof_s: list[float]) -> dict:
+    """The figures and samples a case with these proofs would report."""
+    return dict(
+        throughput_proofs_per_hour=3600 / statistics.fmean(per_proof_s),
+        latency_p50_s=statistics.median(per_proof_s),
+        samples=_timed(per_proof_s),
+    )
+
+
+def _baseline(per_proof_s: list[float]) -> dict:
+    return {"extra_info": _figures(**_measured(per_proof_s)).to_dict()}
+
+
+COMPARE = ("--cuzk-compare-fail=throughput:5%,p50:5%",)
+
+
+def test_a_significant_change_beyond_the_limit_fails_with_its_interval_and_p_value(pytester):
+    settings = resolve_settings(pytester.parseconfig(*COMPARE))
+    base = _baseline(_jittered(25.0, seed=1))
+    failures, warnings = check_gates(_figures(**_measured(_jittered(25.0 * 1.15, seed=2))), settings, base)
+    assert len(failures) == 2 and not warnings, (failures, warnings)
+    assert re.fullmatch(
+        r"throughput regressed 1[1-5]\.\d% \(95% CI \+\d+\.\d% to \+\d+\.\d%, p=\S+; "
+        r"baseline 14\d\.\d/h, now 12\d\.\d/h; limit 5%\) \(--cuzk-compare-fail\)",
+        failures[0],
+    ), failures[0]
+    assert failures[1].startswith("p50 regressed 1")
+
+
+def test_an_identical_build_passes_and_a_change_within_the_noise_only_warns(pytester):
+    settings = resolve_settings(pytester.parseconfig(*COMPARE))
+    base = _baseline(_jittered(25.0, seed=1))
+    assert check_gates(_figures(**_measured(_jittered(25.0, seed=3))), settings, base) == ([], [])
+    noisy = [v * 1.07 for v in _jittered(25.0, seed=4, n=4)] + [20.0, 34.0]  # 6 proofs, wide apart
+    failures, warnings = check_gates(_figures(**_measured(noisy)), settings, base)
+    assert failures == []
+    assert any(
+        w.startswith("throughput ") and "worse" in w and "not significant, not failed" in w for w in warnings
+    )
+    assert any(
+        w.startswith("throughput spread too wide for a 5% gate: its 95% interval is ±") for w in warnings
+    )
+
+
+def test_a_baseline_without_samples_is_compared_but_never_failed(pytester):
     settings = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=throughput:5%,rss_peak:10%"))
     base = {"extra_info": {"throughput_proofs_per_hour": 150.0, "rss_peak_bytes": 190 << 30}}
-    failures, _ = check_gates(_figures(), settings, base)
-    assert failures == [], "4% slower and 5.3% more RSS are within 5% and 10%"
-    failures, _ = check_gates(_figures(throughput_proofs_per_hour=100.0), settings, base)
-    assert failures == ["throughput regressed 33.3% (baseline 150, now 100; limit 5%) (--cuzk-compare-fail)"]
-    _, unchecked = check_gates(_figures(), settings, None)
-    assert unchecked[0].startswith("--cuzk-compare-fail not checked: the compared run has no such test")
+    failures, warnings = check_gates(_figures(throughput_proofs_per_hour=100.0), settings, base)
+    assert failures == []
+    assert warnings == [
+        "throughput 33.3% worse (untested: a side has no per-proof samples (save a new baseline); "
+        "baseline 150.0/h, now 100.0/h; limit 5%): not significant, not failed (--cuzk-compare-fail)"
+    ]
+    failures, _ = check_gates(_figures(rss_peak_bytes=220 << 30), settings, base)
+    assert failures == [
+        "rss_peak regressed 15.8% (a peak, compared as measured; baseline 190.0 GiB, now 220.0 GiB; "
+        "limit 10%) (--cuzk-compare-fail)"
+    ]
+    _, warnings = check_gates(_figures(), settings, None)
+    assert warnings[0].startswith("--cuzk-compare-fail not checked: the compared run has no such test")
+
+
+def test_a_figure_missing_for_too_few_proofs_is_not_checked_and_says_why(pytester):
+    settings = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=p99:5%"))
+    figures = _figures(na_reasons={"latency_p99_s": "needs at least 100 proofs, 4 measured"})
+    _, warnings = check_gates(figures, settings, _baseline(_jittered(25.0, seed=1)))
+    assert warnings == [
+        "--cuzk-compare-fail p99 not checked: no latency_p99_s in the baseline or now "
+        "(needs at least 100 proofs, 4 measured)"
+    ]
 
 
 def test_a_gate_fails_the_test_by_name_in_a_run(fake_run):
@@ -91,15 +171,21 @@ def test_a_gate_fails_the_test_by_name_in_a_run(fake_run):
 @pytest.mark.parametrize("source", ["--cuzk-baseline", "--benchmark-compare"])
 def test_compare_gate_against_a_saved_run(fake_run, tmp_path, source):
     storage = tmp_path / "benchmarks"
-    args = (*WINNING, f"--benchmark-storage=file://{storage}")
-    fake_run({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=base")[0].assert_outcomes(passed=1)
+    steady = {"winning": FakeBehaviour(delay_s=0.02)}  # the sleep, not the machine, sets the pace
+    args = (*WINNING, f"--benchmark-storage=file://{storage}", "--cuzk-proofs=8", "--cuzk-max-proofs=8")
+    saved_run = fake_run({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=base", behaviour=steady)
+    saved_run[0].assert_outcomes(passed=1)
     (base,) = storage.glob("*/0001_base.json")
-    saved = json.loads(base.read_text())
-    saved["benchmarks"][0]["extra_info"]["throughput_proofs_per_hour"] *= 100
-    base.write_text(json.dumps(saved))
     compare = f"--cuzk-baseline={base}" if source == "--cuzk-baseline" else "--benchmark-compare=0001"
-    result, _ = fake_run({}, *args, compare, "--cuzk-compare-fail=throughput:5%")
+    result, _ = fake_run({}, *args, compare, "--cuzk-compare-fail=throughput:5%", behaviour=steady)
+    result.assert_outcomes(passed=1)  # the same build again
+    saved = json.loads(base.read_text())
+    extra = saved["benchmarks"][0]["extra_info"]
+    extra["samples"]["wave_s"] = [s / 2 for s in extra["samples"]["wave_s"]]  # the baseline was twice as fast
+    extra["throughput_proofs_per_hour"] *= 2
+    base.write_text(json.dumps(saved))
+    result, _ = fake_run({}, *args, compare, "--cuzk-compare-fail=throughput:5%", behaviour=steady)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*test_prove[[]winning-batch1-j1[]]: throughput regressed 9*% (baseline *, now *; limit 5%)*"]
+        ["*[[]winning-batch1-j1[]]: throughput regressed [45]*% (95% CI +*% to +*%, p=*; baseline *"]
     )

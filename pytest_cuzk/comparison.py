@@ -1,0 +1,129 @@
+"""Whether a figure changed between two runs: the change, its 95% interval, its p-value, a verdict.
+
+One module answers it for the pytest gate (``--cuzk-compare-fail``) and for ``cuzk-perf compare``.
+A figure estimated from samples (throughput from the waves, a latency percentile from the
+proofs) regresses only when the change is beyond the limit and significant: the Mann–Whitney U
+test of the two runs' samples finds them different (p < 0.05) and the 95% bootstrap interval of
+the change lies wholly beyond the limit. Beyond the limit but not significant is reported as
+such, and fails nothing. A peak (RSS, VRAM) is one value per run, the most the host had to hold,
+and is compared as measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from . import stats
+from .figures import Metric, Samples, regression
+
+__all__ = ["Change", "Side", "compare", "spread_warning"]
+
+Verdict = Literal["regressed", "not significant", "ok", "not comparable"]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run (or the pooled runs of one build): its figure and the samples it was estimated from."""
+
+    value: float | None
+    samples: Samples | None = None
+
+    def series(self, metric: Metric) -> list[float]:
+        if metric.sample is None or self.samples is None:
+            return []
+        return self.samples.series(metric.sample)
+
+
+@dataclass(frozen=True)
+class Change:
+    """How much worse ``after`` is than ``before`` in one metric, with its uncertainty."""
+
+    metric: Metric
+    before: float | None
+    after: float | None
+    limit: float | None  # percent, as --cuzk-compare-fail takes it
+    worse_pct: float | None  # the point estimate; negative is better
+    ci_pct: tuple[float, float] | None = None  # 95% interval of worse_pct
+    p_value: float | None = None
+    tested: bool = False  # both sides had samples to test
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.worse_pct is None:
+            return "not comparable"
+        if self.limit is None or self.worse_pct <= self.limit:
+            return "ok"
+        if self.metric.sample is None:
+            return "regressed"  # a peak: compared as measured
+        significant = self.p_value is not None and self.p_value < stats.ALPHA
+        beyond = self.ci_pct is not None and self.ci_pct[0] > self.limit
+        return "regressed" if self.tested and significant and beyond else "not significant"
+
+    def signed(self, pct: float) -> float:
+        """A "worse" percentage as the figure's own change: throughput 8% worse is -8%."""
+        return -pct if self.metric.higher_is_better else pct
+
+    def evidence(self, signed: bool = False) -> str:
+        """``95% CI +9.8% to +16.5%, p=0.0003`` (as worse, or as the figure's change), or what stands in."""
+        if self.metric.sample is None:
+            return "a peak, compared as measured"
+        if not self.tested:
+            return "untested: a side has no per-proof samples (save a new baseline)"
+        ci = "no interval"
+        if self.ci_pct is not None:
+            lo, hi = sorted(self.signed(b) for b in self.ci_pct) if signed else self.ci_pct
+            ci = f"95% CI {lo:+.1f}% to {hi:+.1f}%"
+        return f"{ci}, p={self.p_value:.2g}" if self.p_value is not None else ci
+
+    def sentence(self) -> str:
+        """The gate's words for a change beyond the limit (regressed or not significant)."""
+        m, limit = self.metric, f"limit {self.limit:g}%"
+        values = f"baseline {m.show(self.before)}, now {m.show(self.after)}"
+        if self.verdict == "regressed":
+            return f"{m.name} regressed {self.worse_pct:.1f}% ({self.evidence()}; {values}; {limit})"
+        return (
+            f"{m.name} {self.worse_pct:.1f}% worse ({self.evidence()}; {values}; {limit}): "
+            "not significant, not failed"
+        )
+
+
+def compare(metric: Metric, before: Side, after: Side, limit: float | None = None) -> Change:
+    """The change from ``before`` to ``after``; estimated from the samples where both sides have them."""
+    if before.value is None or after.value is None:
+        return Change(metric, before.value, after.value, limit, None)
+    xs, ys = before.series(metric), after.series(metric)
+    tested = metric.estimator is not None and min(len(xs), len(ys)) >= stats.MIN_INTERVAL_SAMPLES
+    if not tested or metric.estimator is None:
+        worse = regression(metric, before.value, after.value)
+        return Change(metric, before.value, after.value, limit, worse)
+    b, a = float(metric.estimator(xs)), float(metric.estimator(ys))
+    ratio = stats.ratio_ci(xs, ys, metric.estimator)
+    ci = None
+    if ratio is not None:  # the interval of after/before, in the metric's "worse" direction
+        lo, hi = (regression(metric, 1.0, r) for r in ratio)
+        assert lo is not None and hi is not None, "a ratio to 1 is always comparable"
+        ci = (min(lo, hi), max(lo, hi))
+    p = stats.mann_whitney_p(xs, ys)
+    return Change(metric, b, a, limit, regression(metric, b, a), ci, p, tested=True)
+
+
+def spread_warning(metric: Metric, side: Side, limit: float) -> str | None:
+    """Why a run cannot resolve a change of ``limit`` percent in ``metric``: its interval is wider."""
+    xs = side.series(metric)
+    if metric.estimator is None or side.value is None:
+        return None
+    interval = stats.ci(xs, metric.estimator)
+    point = float(metric.estimator(xs)) if xs else 0.0
+    if interval is None or not point:
+        return None
+    half = (interval[1] - interval[0]) / 2 / abs(point) * 100
+    if half <= limit:
+        return None
+    spread = stats.cv(xs)
+    cv = f", CV {spread:.0%}" if spread is not None else ""
+    return (
+        f"{metric.name} spread too wide for a {limit:g}% gate: its 95% interval is ±{half:.1f}% of "
+        f"{metric.show(point)} ({len(xs)} samples{cv}); measure longer (--cuzk-case-budget, --cuzk-proofs) "
+        "or on a quieter host"
+    )
