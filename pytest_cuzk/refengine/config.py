@@ -50,6 +50,7 @@ class Faults:
     die_at_proof: int = 0  # SIGKILL the daemon while proving proof N
     hang_at_proof: int = 0  # proof N never finishes (the engine keeps serving others)
     corrupt_at_proof: int = 0  # proof N is returned with an invalid partition-0 A point
+    slow_factor: float = 1.0  # every proof takes this many times as long
     start_delay_s: float = 0.0  # sleep before binding the listen address
     exit_before_ready: int | None = None  # exit with this code before binding
     grow_memory_mib_per_s: float = 0.0  # allocate and touch memory until killed
@@ -151,8 +152,10 @@ def parse_faults(data: Mapping[str, Any], where: str) -> Faults:
     for key, value in data.items():
         if key not in known:
             raise ConfigError(f"{where}: unknown fault {key!r}; known: {', '.join(known)}")
-        expected: tuple[type, ...] = (int, float) if key.endswith("_s") else (int,)
+        expected: tuple[type, ...] = (int, float) if key.endswith("_s") or key == "slow_factor" else (int,)
         values[key] = _typed(value, expected, f"{where}: {key}")
+    if values.get("slow_factor", 1.0) < 1.0:
+        raise ConfigError(f"{where}: slow_factor must be at least 1, got {values['slow_factor']}")
     return Faults(**values)
 
 

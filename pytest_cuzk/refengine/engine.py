@@ -181,6 +181,7 @@ class Engine:
             for job in list(work.jobs):
                 self._guard(work, job, lambda j=job: self._synthesize_job(work, j))
             work.synth_s = time.monotonic() - t0
+            work.synth_s += faults.slow_down(self.config.faults, work.synth_s)
         finally:
             with self._lock:
                 self.synth_active -= 1
@@ -267,6 +268,7 @@ class Engine:
         t0 = time.monotonic()
         try:
             proofs = self.prover.prove(work.parts)
+            faults.slow_down(self.config.faults, time.monotonic() - t0)
         except Exception as exc:
             log.exception("prove stage raised")
             for job in list(work.jobs):

@@ -1,8 +1,9 @@
 """Fault injection for the reference engine: the failures a harness must report well.
 
-Real fleets lose daemons to the OOM killer, see proofs that never return and GPUs that
-return garbage. These hooks reproduce each on demand (config ``[ref.faults]`` or env
-``CUZK_REF_FAULTS``) so the plugin's handling of them can be tested for real.
+Real fleets lose daemons to the OOM killer, see proofs that never return, GPUs that
+return garbage, and builds that got slower. These hooks reproduce each on demand (config
+``[ref.faults]`` or env ``CUZK_REF_FAULTS``) so the plugin's handling of them can be tested
+for real.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from py_arkworks_bls12381 import G1Point
 
 from .config import Faults
 
-__all__ = ["before_ready", "corrupt_proof", "maybe_die", "start_memory_growth"]
+__all__ = ["before_ready", "corrupt_proof", "maybe_die", "slow_down", "start_memory_growth"]
 
 log = logging.getLogger("cuzk_ref.faults")
 _G1_LEN = 48
@@ -63,6 +64,14 @@ def corrupt_proof(proof: bytes) -> bytes:
     a = bytearray(proof[:_G1_LEN])
     a[0] ^= 0x80  # clear the compression flag: never a valid compressed encoding
     return bytes(a) + proof[_G1_LEN:]
+
+
+def slow_down(faults: Faults, stage_s: float) -> float:
+    """With ``slow_factor`` F, sleep (F - 1) times the stage's time; returns the seconds slept."""
+    extra = (faults.slow_factor - 1.0) * stage_s
+    if extra > 0:
+        time.sleep(extra)
+    return max(0.0, extra)
 
 
 def start_memory_growth(mib_per_s: float) -> threading.Thread | None:
