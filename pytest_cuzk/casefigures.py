@@ -15,14 +15,15 @@ from . import stats
 from .figures import Figures, ProofTimings, Samples
 from .runner import CaseResult
 
-__all__ = ["case_figures"]
+__all__ = ["case_figures", "case_samples"]
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _samples(result: CaseResult) -> Samples:
+def case_samples(result: CaseResult) -> Samples:
+    """Every successful proof's timings and every wave's duration so far."""
     ok = result.ok
     return Samples(
         latency_s=tuple(round(p.wall_s, 4) for p in ok),
@@ -39,7 +40,7 @@ def _samples(result: CaseResult) -> Samples:
 def case_figures(result: CaseResult, test: str, unsampled: str | None = None) -> Figures:
     """The case's figures; ``unsampled`` says why the daemon's memory was not sampled, if it was not."""
     ok, case, memory = result.ok, result.case, result.memory
-    samples = _samples(result)
+    samples = case_samples(result)
     reasons: dict[str, str] = {}
     latencies = list(samples.latency_s)
     quantiles: dict[int, float | None] = {}

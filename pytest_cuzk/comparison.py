@@ -7,6 +7,10 @@ test of the two runs' samples finds them different (p < 0.05) and the 95% bootst
 the change lies wholly beyond the limit. Beyond the limit but not significant is reported as
 such, and fails nothing. A peak (RSS, VRAM) is one value per run, the most the host had to hold,
 and is compared as measured.
+
+Samples of one run say nothing of what changed between two runs on a shared host: when other
+processes kept the host's CPUs busier during the new run than during the baseline (by more than
+``BUSIER_PCT`` points), a slower figure is confounded with them, and is reported, not failed.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from typing import Literal
 from . import stats
 from .figures import Metric, Samples, regression
 
-__all__ = ["Change", "Side", "compare", "spread_warning"]
+__all__ = ["BUSIER_PCT", "Change", "Side", "compare", "spread_warning"]
 
-Verdict = Literal["regressed", "not significant", "ok", "not comparable"]
+BUSIER_PCT = 10.0  # points of the host's CPUs other processes may add before a slowdown is theirs
+Verdict = Literal["regressed", "not significant", "confounded", "ok", "not comparable"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,7 @@ class Side:
 
     value: float | None
     samples: Samples | None = None
+    others_pct: float | None = None  # the share of the host's CPUs other processes kept busy
 
     def series(self, metric: Metric) -> list[float]:
         if metric.sample is None or self.samples is None:
@@ -47,6 +53,7 @@ class Change:
     ci_pct: tuple[float, float] | None = None  # 95% interval of worse_pct
     p_value: float | None = None
     tested: bool = False  # both sides had samples to test
+    others_pct: tuple[float | None, float | None] = (None, None)  # before, after
 
     @property
     def verdict(self) -> Verdict:
@@ -58,7 +65,15 @@ class Change:
             return "regressed"  # a peak: compared as measured
         significant = self.p_value is not None and self.p_value < stats.ALPHA
         beyond = self.ci_pct is not None and self.ci_pct[0] > self.limit
-        return "regressed" if self.tested and significant and beyond else "not significant"
+        if not (self.tested and significant and beyond):
+            return "not significant"
+        return "confounded" if self.busier else "regressed"
+
+    @property
+    def busier(self) -> bool:
+        """Other processes kept the host busier during the new run than during the baseline."""
+        before, after = self.others_pct
+        return before is not None and after is not None and after - before > BUSIER_PCT
 
     def signed(self, pct: float) -> float:
         """A "worse" percentage as the figure's own change: throughput 8% worse is -8%."""
@@ -82,6 +97,13 @@ class Change:
         values = f"baseline {m.show(self.before)}, now {m.show(self.after)}"
         if self.verdict == "regressed":
             return f"{m.name} regressed {self.worse_pct:.1f}% ({self.evidence()}; {values}; {limit})"
+        if self.verdict == "confounded":
+            before, after = self.others_pct
+            return (
+                f"{m.name} {self.worse_pct:.1f}% worse ({self.evidence()}; {values}; {limit}), but other "
+                f"processes kept {after:.0f}% of the host's CPUs busy during this run against {before:.0f}% "
+                "during the baseline: not failed (compare on a quiet host)"
+            )
         return (
             f"{m.name} {self.worse_pct:.1f}% worse ({self.evidence()}; {values}; {limit}): "
             "not significant, not failed"
@@ -90,13 +112,14 @@ class Change:
 
 def compare(metric: Metric, before: Side, after: Side, limit: float | None = None) -> Change:
     """The change from ``before`` to ``after``; estimated from the samples where both sides have them."""
+    others = (before.others_pct, after.others_pct)
     if before.value is None or after.value is None:
-        return Change(metric, before.value, after.value, limit, None)
+        return Change(metric, before.value, after.value, limit, None, others_pct=others)
     xs, ys = before.series(metric), after.series(metric)
     tested = metric.estimator is not None and min(len(xs), len(ys)) >= stats.MIN_INTERVAL_SAMPLES
     if not tested or metric.estimator is None:
         worse = regression(metric, before.value, after.value)
-        return Change(metric, before.value, after.value, limit, worse)
+        return Change(metric, before.value, after.value, limit, worse, others_pct=others)
     b, a = float(metric.estimator(xs)), float(metric.estimator(ys))
     ratio = stats.ratio_ci(xs, ys, metric.estimator)
     ci = None
@@ -105,7 +128,7 @@ def compare(metric: Metric, before: Side, after: Side, limit: float | None = Non
         assert lo is not None and hi is not None, "a ratio to 1 is always comparable"
         ci = (min(lo, hi), max(lo, hi))
     p = stats.mann_whitney_p(xs, ys)
-    return Change(metric, b, a, limit, regression(metric, b, a), ci, p, tested=True)
+    return Change(metric, b, a, limit, regression(metric, b, a), ci, p, tested=True, others_pct=others)
 
 
 def spread_warning(metric: Metric, side: Side, limit: float) -> str | None:
@@ -113,17 +136,13 @@ def spread_warning(metric: Metric, side: Side, limit: float) -> str | None:
     xs = side.series(metric)
     if metric.estimator is None or side.value is None:
         return None
-    interval = stats.ci(xs, metric.estimator)
-    point = float(metric.estimator(xs)) if xs else 0.0
-    if interval is None or not point:
-        return None
-    half = (interval[1] - interval[0]) / 2 / abs(point) * 100
-    if half <= limit:
+    half = stats.half_width_pct(xs, metric.estimator)
+    if half is None or half <= limit:
         return None
     spread = stats.cv(xs)
     cv = f", CV {spread:.0%}" if spread is not None else ""
     return (
         f"{metric.name} spread too wide for a {limit:g}% gate: its 95% interval is ±{half:.1f}% of "
-        f"{metric.show(point)} ({len(xs)} samples{cv}); measure longer (--cuzk-case-budget, --cuzk-proofs) "
-        "or on a quieter host"
+        f"{metric.show(metric.estimator(xs))} ({len(xs)} samples{cv}); measure longer "
+        "(--cuzk-case-budget, --cuzk-proofs) or on a quieter host"
     )

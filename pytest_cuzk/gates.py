@@ -91,11 +91,13 @@ def _compare(
         return []
     old = baseline.get("extra_info", {})
     saved = Samples.from_dict(old["samples"]) if old.get("samples") else None
+    old_others = (old.get("memory") or {}).get("host_other_cpu_pct")
+    now_others = figures.memory.host_other_cpu_pct if figures.memory is not None else None
     failures = []
     for name, pct in settings.compare_fail.items():
         metric = METRICS[name]
-        now = Side(metric.value(figures), figures.samples)
-        change = compare(metric, Side(old.get(metric.attr), saved), now, pct)
+        now = Side(metric.value(figures), figures.samples, now_others)
+        change = compare(metric, Side(old.get(metric.attr), saved, old_others), now, pct)
         if change.verdict == "not comparable":
             why = figures.why_na(metric.attr) or (old.get("na_reasons") or {}).get(metric.attr)
             warnings.append(
@@ -104,7 +106,7 @@ def _compare(
             )
         elif change.verdict == "regressed":
             failures.append(f"{change.sentence()} (--cuzk-compare-fail)")
-        elif change.verdict == "not significant":
+        elif change.verdict in ("not significant", "confounded"):
             warnings.append(f"{change.sentence()} (--cuzk-compare-fail)")
         if warning := spread_warning(metric, now, pct):
             warnings.append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")

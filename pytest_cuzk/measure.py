@@ -9,6 +9,10 @@ spent or the next wave would overrun them. The minimum wins over the budget, as
 pytest-benchmark's ``min_rounds`` wins over its ``max_time``. A wave with a failed proof ends
 the case: the test fails anyway, and more proofs would only spend time.
 
+A run compared with ``--cuzk-compare-fail`` is sized by the confidence the gate needs (as MLPerf
+sizes a run by its percentile's): stable is not enough until each gated figure's 95% interval is
+within half its limit, so that two such runs can tell a change of about twice the limit apart.
+
 Each wave is one pytest-benchmark round through ``benchmark.pedantic``: a round's setup checks
 the previous wave and builds the next wave's requests, so neither is in the round's time.
 """
@@ -22,7 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from . import stats
+from .casefigures import case_samples
 from .cases import Case
+from .figures import METRICS
 from .runner import CaseResult, Runner, Wave, check_wave, run_wave
 from .settings import Settings
 
@@ -40,15 +47,18 @@ class Plan:
     budget_s: float
     window_s: float
     stability_pct: float
+    precision: tuple[tuple[str, float], ...] = ()  # (metric, widest 95% half-interval in percent)
 
     @classmethod
     def of(cls, settings: Settings) -> Plan:
+        gated = settings.compare_fail.items()
         return cls(
             min_proofs=settings.proofs,
             max_proofs=settings.max_proofs,
             budget_s=settings.case_budget,
             window_s=settings.window,
             stability_pct=settings.stability,
+            precision=tuple((name, limit / 2) for name, limit in gated if METRICS[name].sample),
         )
 
     def max_waves(self, in_flight: int) -> int:
@@ -89,6 +99,7 @@ class Measurement:
         self._windows: list[list[Wave]] = []
         self._open: list[Wave] = []
         self._unchecked: Wave | None = None
+        self._precise = not plan.precision
 
     def setup(self) -> tuple[tuple[Wave], dict[str, Any]]:
         """Check the last wave (untimed), then stop, or build the next wave's requests (untimed)."""
@@ -115,7 +126,19 @@ class Measurement:
         if sum(w.seconds for w in self._open) >= self.plan.window_s:
             self._windows.append(self._open)
             self._open = []
+            self._precise = self._precise or self._precise_enough()
         self.result.stop_reason = self._stop_reason()
+
+    def _precise_enough(self) -> bool:
+        """Each gated figure's 95% interval is within its half-limit (checked as each window closes)."""
+        samples = case_samples(self.result)
+        for name, want in self.plan.precision:
+            metric = METRICS[name]
+            assert metric.sample is not None and metric.estimator is not None, "only sampled metrics"
+            half = stats.half_width_pct(samples.series(metric.sample), metric.estimator)
+            if half is None or half > want:
+                return False
+        return True
 
     def _stop_reason(self) -> str:
         plan, done = self.plan, len(self.result.proofs)
@@ -126,10 +149,12 @@ class Measurement:
             return f"--cuzk-max-proofs {plan.max_proofs} reached"
         if done < plan.min_proofs:
             return ""
-        if stable(self._windows, plan.stability_pct):
+        settled = stable(self._windows, plan.stability_pct)
+        if settled and self._precise:
             return f"stable after {len(self._windows)} windows"
         if elapsed + elapsed / len(self.result.waves) > plan.budget_s:
-            return f"the {plan.budget_s:g} s time budget (--cuzk-case-budget) would be overrun"
+            short = ", short of the compare gate's precision" if settled else ""
+            return f"the {plan.budget_s:g} s time budget (--cuzk-case-budget) would be overrun{short}"
         return ""
 
     def finish(self) -> CaseResult:

@@ -19,8 +19,10 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+import psutil
+
 from .gpusampler import IDLE_UTIL_PCT, GpuFigures, GpuReader, GpuReading, known, mean
-from .proctree import HwmScope, ProcessTree, ProcFile, available_bytes
+from .proctree import HwmScope, ProcessTree, ProcFile, available_bytes, host_busy_s
 from .wire.nvml import nvml_handles, nvml_session
 
 __all__ = ["MIN_INTERVAL_S", "DaemonSampler", "MemoryReport", "MemorySeries"]
@@ -83,6 +85,10 @@ class MemoryReport:
     sm_clock_mean_mhz: float | None
     sm_clock_min_mhz: int | None
     pstates: tuple[str, ...]
+    daemon_cpu_s: float | None = None  # CPU the daemon's tree used over the window
+    # Of the host's CPUs over the window, the share other processes kept busy (neither the daemon
+    # nor pytest): on a shared host, what makes two runs of one build differ.
+    host_other_cpu_pct: float | None = None
     sampler_tree_cpu_s: float = 0.0  # of sampler_cpu_s: the process tree (/proc) side
     sampler_gpu_cpu_s: float = 0.0  # of sampler_cpu_s: the NVML side
     gpus: tuple[GpuFigures, ...] = ()
@@ -157,6 +163,7 @@ class DaemonSampler:
         self._cpu_s = 0.0
         self._tree_cpu_s = 0.0
         self._gpu_cpu_s = 0.0
+        self._cpu0 = self._cpu1 = (0.0, 0.0, 0.0, 0.0)
 
     def start(self) -> None:
         """Reset the tree's RSS high-water marks, open NVML and begin sampling."""
@@ -164,6 +171,7 @@ class DaemonSampler:
             raise RuntimeError("DaemonSampler.start() called twice: use one sampler per window")
         self._hwm_scope = self._tree.reset_hwm()
         self._meminfo = ProcFile("/proc/meminfo")
+        self._cpu0 = self._cpu_now()
         if self._use_nvml:
             self._gpu_why = self._stack.enter_context(nvml_session())
             handles = [] if self._gpu_why else nvml_handles()
@@ -189,6 +197,7 @@ class DaemonSampler:
             raise RuntimeError("DaemonSampler.stop() called before start()")
         self._stop.set()
         self._thread.join(JOIN_TIMEOUT_S)
+        self._cpu1 = self._cpu_now()
         if not self._thread.is_alive():  # a thread stuck in NVML must not see it shut down under it
             self._stack.close()
             self._tree.close()
@@ -217,11 +226,26 @@ class DaemonSampler:
         self._gpu_cpu_s += time.thread_time() - cpu1
         return _Sample(now - self._t0, rss, avail, gpu)
 
+    def _cpu_now(self) -> tuple[float, float, float, float]:
+        """Now, the host's busy CPU seconds, the daemon tree's and this process's (pytest's)."""
+        own = psutil.Process().cpu_times()
+        return time.monotonic(), host_busy_s(), self._tree.cpu_s(), own.user + own.system
+
+    def _cpu_share(self) -> tuple[float | None, float | None]:
+        """The daemon's CPU seconds and the share of the host's CPUs other processes kept busy."""
+        (t0, host0, tree0, own0), (t1, host1, tree1, own1) = self._cpu0, self._cpu1
+        if t1 <= t0 or self._tree.exited:
+            return None, None
+        others = max(0.0, (host1 - host0) - (tree1 - tree0) - (own1 - own0))
+        capacity = (t1 - t0) * (psutil.cpu_count() or 1)
+        return round(tree1 - tree0, 3), round(min(100.0, 100 * others / capacity), 1)
+
     def _report(self, samples: list[_Sample], duration_s: float) -> MemoryReport:
         rss = [s.rss_bytes for s in samples] or [0]
         readings = [s.gpu for s in samples if s.gpu is not None]
         gpu = _gpu_summary(readings)
         devices = [d for r in readings for d in r.gpus]
+        daemon_cpu, others = self._cpu_share()
         series = MemorySeries(
             t_s=[s.t_s for s in samples],
             rss_bytes=rss,
@@ -251,6 +275,8 @@ class DaemonSampler:
             sm_clock_mean_mhz=mean(d.sm_clock_mhz for d in devices),
             sm_clock_min_mhz=min(known(d.sm_clock_mhz for d in devices), default=None),
             pstates=tuple(f"P{p}" for p in sorted(set(known(d.pstate for d in devices)))),
+            daemon_cpu_s=daemon_cpu,
+            host_other_cpu_pct=others,
             sampler_tree_cpu_s=self._tree_cpu_s,
             sampler_gpu_cpu_s=self._gpu_cpu_s,
             gpus=self._gpu.figures(readings) if self._gpu is not None else (),

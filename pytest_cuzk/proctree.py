@@ -27,6 +27,7 @@ __all__ = [
     "ProcessTree",
     "available_bytes",
     "clear_refs",
+    "host_busy_s",
     "parse_status",
     "proc_status",
 ]
@@ -115,6 +116,17 @@ class ProcessTree:
                 self._hwm[pid] = status["VmHWM"]
         return total
 
+    def cpu_s(self) -> float:
+        """CPU seconds the tree's live processes have used (user and system), as the kernel counts them."""
+        total = 0.0
+        for proc in list(self._procs.values()):
+            try:
+                times = proc.cpu_times()
+            except psutil.Error:
+                continue
+            total += times.user + times.system
+        return total
+
     def hwm_bytes(self) -> int | None:
         """Sum of per-process peaks: exact for one process, an upper bound of a tree's joint peak."""
         return sum(self._hwm.values()) if self._hwm else None
@@ -155,6 +167,12 @@ class ProcessTree:
         self._procs = {p.pid: p for p in (root, *kids)}
         for pid in set(self._files) - set(self._procs):
             self._files.pop(pid).close()
+
+
+def host_busy_s() -> float:
+    """CPU seconds every CPU of the host has been busy since boot (not idle, not waiting for I/O)."""
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
 def available_bytes(meminfo: ProcFile) -> int:

@@ -108,11 +108,13 @@ def measurement_line(f: Figures) -> str:
     """How a case was measured: proofs, waves and windows, why it stopped, and the plugin's own share."""
     share = "n/a" if f.plugin_share_pct is None else f"{f.plugin_share_pct:.2f}%"
     cv = "" if f.throughput_cv is None else f", waves' CV {f.throughput_cv:.1%}"
+    others = f.memory.host_other_cpu_pct if f.memory is not None else None
+    busy = "" if others is None else f"; other processes kept {others:.0f}% of the host's CPUs busy"
     return (
         f"{f.test}: {f.proofs_ok + f.proofs_failed} proofs in {f.waves} waves, {f.windows} windows, "
         f"{'stable' if f.stabilised else 'not stable'} ({f.stop_reason or 'ended'}){cv}; "
         f"{f.measured_s:.1f} s timed; plugin: client and transport {share} of the daemon's time, "
-        f"{f.untimed_s:.2f} s of checks between waves"
+        f"{f.untimed_s:.2f} s of checks between waves{busy}"
     )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "Estimator",
     "ci",
     "cv",
+    "half_width_pct",
     "mann_whitney_p",
     "per_hour",
     "percentile",
@@ -108,6 +109,15 @@ def ci(values: Sequence[float], estimator: Estimator) -> tuple[float, float] | N
         point = float(estimator(x))
         return point, point
     return _bootstrap((x,), estimator)
+
+
+def half_width_pct(values: Sequence[float], estimator: Estimator) -> float | None:
+    """Half the 95% interval of ``estimator`` over ``values``, in percent of its value."""
+    interval = ci(values, estimator)
+    point = float(estimator(np.asarray(values, dtype=float))) if interval is not None else 0.0
+    if interval is None or not point:
+        return None
+    return (interval[1] - interval[0]) / 2 / abs(point) * 100
 
 
 def ratio_ci(

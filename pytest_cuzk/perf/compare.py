@@ -72,8 +72,8 @@ def compare_rows(
             line = f"{what}: A {a_} -> B {b_} ({delta}, {evidence}, limit {shown})"
             if change.verdict == "regressed":
                 failures.append(f"REGRESSION {line}")
-            elif change.verdict == "not significant":
-                unproven.append(f"not significant, not failed: {line}")
+            elif change.verdict in ("not significant", "confounded"):
+                unproven.append(f"{change.verdict}, not failed: {line}")
     return out, failures, unproven
 
 

@@ -56,15 +56,17 @@ def test_absolute_gates_name_value_limit_and_option(pytester):
     ]
 
 
+QUIET = dict(
+    samples=1, interval_s=0.1, duration_s=1.0, sampler_cpu_s=0.0, rss_peak_bytes=1, rss_mean_bytes=1,
+    rss_hwm_peak_bytes=None, rss_hwm_scope="unavailable", sys_available_min_bytes=1, daemon_exited=False,
+    vram_available=False, vram_source=None, vram_unavailable_reason="NVML unavailable: no driver",
+    vram_peak_bytes=None, vram_mean_bytes=None, device_mem_used_peak_bytes=None, gpu_util_mean_pct=None,
+    sm_clock_mean_mhz=None, sm_clock_min_mhz=None, pstates=[],
+)  # fmt: skip
+
+
 def test_a_vram_gate_without_nvml_says_why(pytester):
-    memory = MemoryReport.from_dict(
-        dict(samples=1, interval_s=0.1, duration_s=1.0, sampler_cpu_s=0.0, rss_peak_bytes=1,
-             rss_mean_bytes=1, rss_hwm_peak_bytes=None, rss_hwm_scope="unavailable",
-             sys_available_min_bytes=1, daemon_exited=False, vram_available=False, vram_source=None,
-             vram_unavailable_reason="NVML unavailable: no driver", vram_peak_bytes=None,
-             vram_mean_bytes=None, device_mem_used_peak_bytes=None, gpu_util_mean_pct=None,
-             sm_clock_mean_mhz=None, sm_clock_min_mhz=None, pstates=[])
-    )  # fmt: skip
+    memory = MemoryReport.from_dict(QUIET)
     settings = resolve_settings(pytester.parseconfig("--cuzk-max-vram=1GiB"))
     result = CaseResult(Case("local", KINDS["porep"], 1, 1), memory=memory)
     _, unchecked = check_gates(case_figures(result, "test_prove[porep-batch1-j1]"), settings, None)
@@ -125,6 +127,22 @@ def test_an_identical_build_passes_and_a_change_within_the_noise_only_warns(pyte
     assert any(
         w.startswith("throughput spread too wide for a 5% gate: its 95% interval is ±") for w in warnings
     )
+
+
+def test_a_slowdown_while_other_processes_kept_the_host_busier_is_reported_not_failed(pytester):
+    settings = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=throughput:5%"))
+    slower = _measured(_jittered(25.0 * 1.15, seed=2))
+    before, after = (MemoryReport.from_dict({**QUIET, "host_other_cpu_pct": pct}) for pct in (8.0, 35.0))
+    base = {"extra_info": _figures(**_measured(_jittered(25.0, seed=1)), memory=before).to_dict()}
+    failures, warnings = check_gates(_figures(**slower, memory=after), settings, base)
+    assert failures == []
+    assert warnings[0].endswith(
+        "but other processes kept 35% of the host's CPUs busy during this run against 8% during the "
+        "baseline: not failed (compare on a quiet host) (--cuzk-compare-fail)"
+    )
+    quiet = MemoryReport.from_dict({**QUIET, "host_other_cpu_pct": 12.0})  # within 10 points: still ours
+    failures, _ = check_gates(_figures(**slower, memory=quiet), settings, base)
+    assert failures and failures[0].startswith("throughput regressed")
 
 
 def test_a_baseline_without_samples_is_compared_but_never_failed(pytester):

@@ -16,8 +16,9 @@ import pytest
 from support import PROVE_SOURCE
 from test_hostinfo import FakeNvml
 
+from pytest_cuzk import stats
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
-from pytest_cuzk.casefigures import case_figures
+from pytest_cuzk.casefigures import case_figures, case_samples
 from pytest_cuzk.cases import Case
 from pytest_cuzk.client import ProvingClient
 from pytest_cuzk.measure import Plan, run_case
@@ -95,6 +96,15 @@ def test_the_minimum_proofs_win_over_the_budget_and_the_maximum_bounds_all(daemo
     assert len(measure(daemon, pytester, plan(min_proofs=25, budget_s=0.1)).proofs) == 25
     capped = measure(daemon, pytester, plan(min_proofs=3, max_proofs=5, stability_pct=0.001))
     assert (len(capped.proofs), capped.stop_reason) == (5, "--cuzk-max-proofs 5 reached")
+
+
+def test_a_compared_run_measures_until_its_interval_is_within_half_the_limit(daemon, pytester):
+    tight = measure(daemon, pytester, plan(precision=(("throughput", 0.5),), budget_s=3.0))
+    loose = measure(daemon, pytester, plan(precision=(("throughput", 50.0),), budget_s=3.0))
+    assert loose.stop_reason == "stable after 3 windows"
+    assert len(tight.proofs) > len(loose.proofs), "a ±0.5% interval needs more proofs than stability"
+    half = stats.half_width_pct(case_samples(tight).series("wave_s_per_proof"), stats.per_hour)
+    assert tight.stop_reason.startswith("stable after") == (half is not None and half <= 0.5)
 
 
 def test_requests_and_verification_stay_outside_the_timed_waves(daemon, pytester):

@@ -1,0 +1,100 @@
+"""How often the comparison gate is wrong, on the reference engine at the default settings.
+
+Eleven runs of the same build and ten of a build planted 15% slower (``slow_factor = 1.15``)
+alternate, each a fresh ``pytest`` and a fresh daemon: a run of the same build is compared with
+the one before it (ten identical-build comparisons), a slow run with the same-build run before
+it (ten planted regressions), both through the README's gate
+``--cuzk-compare-fail=throughput:5%,rss_peak:10%``. Targets: no identical build fails, at least
+9 of the 10 slow ones are caught. The case is ``test_prove[winning-batch1-j1]`` (the fastest
+kind: most proofs in the default 45 s budget) with the default measurement plan, which a
+compared run extends until its interval is within half the 5% limit; 21 runs take about 17
+minutes on 2 cores. Each line says how much of the host's CPU other processes kept busy: on a
+shared host that, not the build, is what moves a run, and the gate reports such a change
+instead of failing it. Run: ``pytest tests/benchmarks/test_gate_error_rates.py --figures -s``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PAIRS = 10
+SLOW = 1.15
+GATE = "--cuzk-compare-fail=throughput:5%,rss_peak:10%"
+CASE = ("-k", "test_prove and winning and batch1")
+RUN_TIMEOUT_S = 300
+RUNS = 2 * PAIRS + 1
+
+
+def _run(data: Path, storage: Path, *args: str, slow: bool = False) -> tuple[int, str, float]:
+    """One pytest run of the suite case against a fresh reference engine: exit code, output, seconds."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_CUZK_", "PYTEST_XDIST_"))}
+    if slow:
+        env["CUZK_REF_FAULTS"] = f'{{"slow_factor": {SLOW}}}'
+    cmd = [
+        sys.executable, "-m", "pytest", "tests/suite/test_prove.py", *CASE, "-p", "no:cacheprovider",
+        "--cuzk-daemon=ref", "--cuzk-batch-sizes=1", f"--cuzk-data-dir={data}",
+        f"--benchmark-storage=file://{storage}", "-rw", *args,
+    ]  # fmt: skip
+    t0 = time.monotonic()
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - t0
+
+
+def _verdict(code: int, out: str) -> str:
+    if code == 0:
+        return "passed"
+    if code == 1 and "regressed" in out:
+        return "failed"
+    raise AssertionError(f"run neither passed nor failed a gate (exit {code}):\n{out[-3000:]}")
+
+
+def _figures(out: str) -> str:
+    """The run's throughput and interval, how it was measured, and the gate's words on throughput."""
+    row = re.search(r"^test_prove\[winning-batch1-j1\]\s.*$", out, re.M)
+    cells = row[0].split() if row else []
+    how = re.search(r"^test_prove\[winning-batch1-j1\]: (\d+ proofs in \d+ waves, [^;]*)", out, re.M)
+    busy = re.search(r"other processes kept (\d+)% of the host's CPUs busy$", out, re.M)
+    gate = re.search(r"(throughput (?:regressed|[\d.]+% worse) \(.*?limit 5%\)[^\n]*)", out)
+    parts = [
+        f"{cells[9]} proofs/h {cells[10]}" if len(cells) > 10 else "",
+        how[1] if how else "",
+        f"others kept {busy[1]}% of the CPUs busy" if busy else "",
+        gate[1].removesuffix(" (--cuzk-compare-fail)") if gate else "",
+    ]
+    return "; ".join(p for p in parts if p)
+
+
+@pytest.mark.timeout(RUNS * RUN_TIMEOUT_S)
+def test_the_gate_fails_no_identical_build_and_catches_a_planted_slowdown(tmp_path: Path) -> None:
+    data, storage = tmp_path / "data", tmp_path / "benchmarks"
+    code, out, seconds = _run(data, storage, "--benchmark-save=same0")
+    assert code == 0, out[-3000:]
+    print(f"\n[gate error rates] slow_factor={SLOW}, gate {GATE}, default plan, {CASE[1]}")
+    print(f"  same build #0 (baseline) {seconds:.0f} s: {_figures(out)}")
+    false_failures, caught = 0, 0
+    for i in range(1, PAIRS + 1):
+        baseline = f"--benchmark-compare={i:04d}"
+        code, out, seconds = _run(data, storage, baseline, GATE, slow=True)
+        verdict = _verdict(code, out)
+        caught += verdict == "failed"
+        tally = f"{caught} of {i} caught, {seconds:.0f} s"
+        print(f"  slow build #{i} vs #{i - 1}: {verdict} ({tally}): {_figures(out)}")
+        code, out, seconds = _run(data, storage, baseline, GATE, f"--benchmark-save=same{i}")
+        verdict = _verdict(code, out)
+        false_failures += verdict == "failed"
+        tally = f"{false_failures} of {i} failed, {seconds:.0f} s"
+        print(f"  same build #{i} vs #{i - 1}: {verdict} ({tally}): {_figures(out)}")
+    print(
+        f"[gate error rates] identical builds: {false_failures} of {PAIRS} comparisons failed "
+        f"(target 0); slow_factor={SLOW}: {caught} of {PAIRS} caught (target at least 9)"
+    )
+    assert false_failures == 0, f"{false_failures} of {PAIRS} identical-build comparisons failed"
+    assert caught >= 9, f"only {caught} of {PAIRS} slow builds were caught"
