@@ -2,6 +2,8 @@
 
 The benchmarks under ``tests/benchmarks`` measure and print figures (and check the targets
 they state); they take minutes, so ``pytest tests`` leaves them out unless ``--figures`` is given.
+In ``pytest tests`` the suite only has to run, so its cases prove twice each; ``pytest`` (the
+suite alone) measures with the plugin's own defaults.
 """
 
 from __future__ import annotations
@@ -13,6 +15,17 @@ import pytest
 pytest_plugins = ["pytester"]
 
 BENCHMARKS = Path(__file__).parent / "tests" / "benchmarks"
+SUITE = Path(__file__).parent / "tests" / "suite"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Before the plugin reads its options: two proofs a suite case when the plugin's own tests run too."""
+    paths = [Path(str(arg).split("::")[0]).resolve() for arg in config.args]
+    if any(path in SUITE.parents for path in paths):  # e.g. pytest tests, not pytest tests/suite
+        for dest in ("cuzk_proofs", "cuzk_max_proofs"):
+            if getattr(config.option, dest, None) is None:
+                setattr(config.option, dest, "2")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

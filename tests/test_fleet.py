@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from support import PROVE_SOURCE, ref_daemons
+from support import PROVE_SOURCE, QUICK_PLAN, ref_daemons
 
 from pytest_cuzk.results import ResultsDB
 
@@ -28,6 +28,7 @@ def test_two_daemons_prove_in_parallel_and_land_in_one_database(pytester, tmp_pa
             "-p",
             "no:cacheprovider",
             "-v",
+            *QUICK_PLAN,
             timeout=300,
         )
         assert refs.all_running(), "attached daemons are left running"
