@@ -1,4 +1,4 @@
-"""Repository-level pytest configuration: pytester for the plugin's own tests, and opt-in figures.
+"""Repository-level pytest configuration: opt-in figures (pytester comes from addopts in pyproject).
 
 The benchmarks under ``tests/benchmarks`` measure and print figures (and check the targets
 they state); they take minutes, so ``pytest tests`` leaves them out unless ``--figures`` is given.
@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-pytest_plugins = ["pytester"]
 
 BENCHMARKS = Path(__file__).parent / "tests" / "benchmarks"
 

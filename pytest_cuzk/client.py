@@ -21,6 +21,7 @@ from typing import TypeVar
 import grpc
 from prometheus_client.parser import text_string_to_metric_families
 
+from .errormap import map_grpc_errors
 from .errors import (
     DaemonUnavailable,
     DeadlineExceeded,
@@ -29,7 +30,6 @@ from .errors import (
     ProofTimeout,
     RpcError,
     Unimplemented,
-    map_grpc_errors,
 )
 from .proto import pb, pb_grpc
 from .wire.addresses import parse_address

@@ -22,11 +22,11 @@ import psutil
 import pynvml
 
 from .proctree import HwmScope, ProcessTree
+from .settings import MIN_INTERVAL_S
 from .wire.nvml import nvml_handles, nvml_query, nvml_session
 
 __all__ = ["MIN_INTERVAL_S", "DaemonSampler", "GpuSample", "MemoryReport", "MemorySeries"]
 
-MIN_INTERVAL_S = 0.005
 JOIN_TIMEOUT_S = 5.0
 UNLISTED_GROWTH_BYTES = 256 << 20  # device memory no listed process accounts for grew: pids are hidden
 VramSource = Literal["pids", "device"]

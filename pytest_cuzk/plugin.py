@@ -15,10 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import hookspec
-from .outcome import as_outcome
+from .options import add_options, requested
 from .session import LOG_MARK_KEY, CuzkSession
-from .settings import add_options, resolve_settings
-from .wire.kinds import KINDS
 
 if TYPE_CHECKING:
     from .backends.choice import DaemonChoice
@@ -31,9 +29,10 @@ if TYPE_CHECKING:
     from .runner import CaseResult
     from .settings import Settings
 
-__all__ = ["CUZK_SESSION", "CuzkData", "DaemonInfo"]
+__all__ = ["CUZK_SESSION", "SUITE", "CuzkData", "DaemonInfo"]
 
 CUZK_SESSION = pytest.StashKey[CuzkSession]()
+SUITE = "pytest_cuzk.suite"
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,10 @@ class CuzkData:
 
     def path(self, kind: str) -> Path:
         """The data file for ``kind``; the test cannot run without it (see ``as_outcome``)."""
-        with as_outcome():
+        from .outcome import as_outcome
+        from .wire.kinds import KINDS
+
+        with as_outcome(self._session.settings.allow_missing):
             found = self._session.data(self._session.backend()).path(KINDS[kind])
             if isinstance(found, Exception):
                 raise found
@@ -64,7 +66,10 @@ class CuzkData:
 
     def request(self, kind: str, request_id: str | None = None) -> pb.SubmitProofRequest:
         """A ``SubmitProofRequest`` for one proof of ``kind`` with a unique request id."""
-        with as_outcome():
+        from .outcome import as_outcome
+        from .wire.kinds import KINDS
+
+        with as_outcome(self._session.settings.allow_missing):
             return self._session.data(self._session.backend()).request(KINDS[kind], request_id)
 
 
@@ -83,14 +88,34 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "cuzk_kinds(*kinds): the proof kinds cuzk_ready warms up for this test (default: all selected)",
     )
+    if not requested(config):  # inert: the settings wait for a cuzk fixture that may never come
+        session = CuzkSession(config)
+        config.stash[CUZK_SESSION] = session
+        config.pluginmanager.register(session, "cuzk_session")
+        return
+    from .outcome import as_usage_error
+    from .settings import check_paths, resolve_settings
+
     settings = resolve_settings(config)
+    check_paths(settings)
+    no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
+    if config.option.cuzk_daemon is not None and no_paths:
+        # A cuzk mode, and no test paths on the command line nor testpaths in the ini: the packaged suite.
+        config.option.pyargs = True
+        config.args = [SUITE]
     session = CuzkSession(config, settings)
     config.stash[CUZK_SESSION] = session
     config.pluginmanager.register(session, "cuzk_session")
     if settings.gates_asked:
         from .gates import Gates
 
-        config.pluginmanager.register(Gates(config, settings), "cuzk_gates")
+        with as_usage_error():
+            config.pluginmanager.register(Gates(config, settings), "cuzk_gates")
+    if settings.manifest is not None:
+        from .manifest import load_manifest
+
+        with as_usage_error():
+            load_manifest(settings.manifest)
     if settings.plots:
         from .plots import Plotter
 
@@ -138,7 +163,9 @@ def _mark_log(item: pytest.Item, backend: DaemonBackend) -> None:
 @pytest.fixture
 def cuzk_daemon(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> DaemonInfo:
     """The daemon under test (started, or attached to), answering GetStatus."""
-    with as_outcome():
+    from .outcome import as_outcome
+
+    with as_outcome(cuzk_session.settings.allow_missing):
         _mark_log(request.node, cuzk_session.backend())
         backend = cuzk_session.started()
     _mark_log(request.node, backend)
@@ -170,18 +197,23 @@ def cuzk_ready(
 
     For the kinds of the test's ``@pytest.mark.cuzk_kinds(...)``, else every selected kind.
     """
+    from .outcome import as_outcome
+    from .wire.kinds import by_name
+
     marker = request.node.get_closest_marker("cuzk_kinds")
-    kinds = [KINDS[k].name for k in marker.args] if marker else None
-    with as_outcome():
+    kinds = [by_name(k).name for k in marker.args] if marker else None
+    with as_outcome(cuzk_session.settings.allow_missing):
         return cuzk_session.ready(cuzk_daemon.label, kinds=kinds)
 
 
 @pytest.fixture
 def cuzk_target(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> DaemonBackend:
     """The ready daemon for this test's case (restarted for its batch size when spawned)."""
+    from .outcome import as_outcome
+
     params = request.node.callspec.params
     case: Case = params.get("cuzk_case") or params["cuzk_kind"]
-    with as_outcome():
+    with as_outcome(cuzk_session.settings.allow_missing):
         _mark_log(request.node, cuzk_session.backend(case.label))
         backend = cuzk_session.started(case.label, case.batch_size)
         found = cuzk_session.data(backend).path(case.kind)
@@ -198,6 +230,7 @@ def cuzk_run(
 ) -> Callable[[Case], CaseResult]:
     """Run a suite case against its daemon: proofs in waves, memory sampled, sinks fed, gates applied."""
     from .execution import CaseExecution
+    from .outcome import as_outcome
 
     benchmark = (
         request.getfixturevalue("benchmark") if request.config.pluginmanager.hasplugin("benchmark") else None
@@ -205,7 +238,7 @@ def cuzk_run(
     execution = CaseExecution(cuzk_session, cuzk_target, request.node, benchmark)
 
     def run(case: Case) -> CaseResult:
-        with as_outcome():
+        with as_outcome(cuzk_session.settings.allow_missing):
             return execution(case)
 
     return run

@@ -27,6 +27,10 @@ def header_lines(session: CuzkSession) -> list[str]:
         lines = [f"cuzk: daemon mode {choice.mode} ({choice.reason})"]
     except CuzkError as exc:
         return [f"cuzk: no daemon: {exc}"]
+    if session.config.args == ["pytest_cuzk.suite"]:
+        lines.append(
+            "cuzk: running the packaged suite (no test paths given: pass paths to run your own tests)"
+        )
     lines.append(
         f"cuzk: batch sizes {','.join(map(str, s.batch_sizes))}, concurrency "
         f"{','.join(map(str, s.concurrency))}, {s.proofs} proofs per case, "
@@ -70,6 +74,15 @@ def _cold_lines(colds: Iterable[dict[str, object]]) -> list[str]:
     return lines
 
 
+def _not_run_lines(not_run: list[tuple[str, str]]) -> list[str]:
+    """First, what did not run: a CI log reader must not take a short table for a full one."""
+    if not not_run:
+        return []
+    lines = [f"DID NOT RUN: {len(not_run)} cuzk test(s)"]
+    lines += [f"  {nodeid.rpartition('::')[2]}: {why}" for nodeid, why in not_run]
+    return lines
+
+
 def summary_lines(session: CuzkSession) -> list[str]:
     """The lines of the ``cuzk proving summary`` section, from every worker's figures."""
     metrics = [METRICS[m] for m in _SUMMARY_METRICS]
@@ -79,7 +92,8 @@ def summary_lines(session: CuzkSession) -> list[str]:
         + [m.fmt(m.value(f)) for m in metrics]
         for f in session.rows
     ]
-    lines = table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
+    lines = _not_run_lines(session.not_run)
+    lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
     lines += _cold_lines(session.colds.values())
     lines += [f"data: {n}" for data in session.data_sets() for n in data.notes]
     lines += [f"note: {n}" for n in session.notes]

@@ -1,4 +1,4 @@
-"""Options of pytest-cuzk: declaration, parsing and one resolved ``Settings`` record.
+"""The options resolved into one ``Settings`` record, each value checked where it came from.
 
 Every ``--cuzk-*`` flag has a ``cuzk_*`` ini twin and a ``PYTEST_CUZK_*`` environment
 variable. Precedence lives in ``resolve_settings``: command line, then environment,
@@ -15,108 +15,16 @@ from typing import Any
 
 import pytest
 
+from .options import OPTIONS, REF_PRESETS, option_value
 from .wire.kinds import KINDS, by_name
 from .wire.units import parse_size, parse_thresholds
 
-__all__ = ["OPTIONS", "THIS_DAEMON", "Settings", "add_options", "daemon_value", "resolve_settings"]
+__all__ = ["THIS_DAEMON", "Settings", "check_paths", "daemon_value", "resolve_settings"]
 
-DEFAULT_ADDR = "127.0.0.1:9820"
 QUICK_CALL_S = 60.0
+MIN_INTERVAL_S = 0.005  # the memory sampler cannot sample faster
 HUNG_PROBE_S = 5.0
 MODES = ("auto", "spawn", "ref")
-
-
-@dataclass(frozen=True)
-class Option:
-    """One ``--cuzk-NAME`` flag with its ini key, environment variable and help text."""
-
-    name: str
-    help: str
-    default: Any = None
-    kind: str = "str"  # str | bool | float | list
-
-    @property
-    def flag(self) -> str:
-        return f"--cuzk-{self.name}"
-
-    @property
-    def ini(self) -> str:
-        return "cuzk_" + self.name.replace("-", "_")
-
-    @property
-    def env(self) -> str:
-        return "PYTEST_CUZK_" + self.name.replace("-", "_").upper()
-
-
-OPTIONS: tuple[Option, ...] = (
-    Option(
-        "daemon",
-        "Which daemon to test: auto (attach at --cuzk-addr, else spawn a cuzk binary, else the reference "
-        "engine), spawn (a cuzk binary), ref (the reference engine), or ADDR[,ADDR...] to attach to "
-        "running daemons",
-        "auto",
-    ),
-    Option("addr", "Address auto mode tries to attach to first", DEFAULT_ADDR),
-    Option("binary", "cuzk daemon binary to spawn (else cuzk-daemon or cuzk on PATH)"),
-    Option(
-        "config", "Base daemon TOML config; the plugin copies it and overrides listen, cache and batching"
-    ),
-    Option("param-cache", "Parameter (SRS) cache directory of the daemon (srs.param_cache)"),
-    Option("data-dir", "Cache directory for downloaded and generated test data", None),
-    Option(
-        "manifest", "Test-data manifest TOML (default: fixtures/manifest.toml, or generated data for ref)"
-    ),
-    Option("input", "Use your own data file for a kind: KIND=PATH (repeatable)", (), "list"),
-    Option("offline", "Never download test data", False, "bool"),
-    Option("skip-warmup", "Skip the warm-up proof and PCE wait before measuring", False, "bool"),
-    Option(
-        "lowmem-warmup",
-        "When the PCE file is missing and the daemon is spawned, warm up with a low-memory config, then "
-        "restart with the full one: auto (for cuzk binaries), on, off",
-        "auto",
-    ),
-    Option("preset", "Circuit-size preset of the reference engine (default, medium, large)", "default"),
-    Option("start-timeout", "Seconds for a spawned daemon to start answering", 120.0, "float"),
-    Option("ready-timeout", "Seconds for SRS parameters to load (PreloadSRS)", 900.0, "float"),
-    Option("warmup-timeout", "Seconds for the warm-up proof and its PCE file", 1800.0, "float"),
-    Option("proof-timeout", "Seconds one proof may take before it is cancelled and fails", 1800.0, "float"),
-    Option("batch-sizes", "Batch sizes to test (sizes above 1 only for porep and snap)", "1,2"),
-    Option("concurrency", "Concurrency levels (clients submitting at once) to test", "1"),
-    Option("proofs", "Proofs per test (at least one wave of batch x concurrency)", 2, "float"),
-    Option("sample-interval", "Memory sampling interval in seconds", 0.1, "float"),
-    Option("min-throughput", "Fail a test below this many proofs per hour: KIND:N/h[,KIND:N/h...]"),
-    Option("max-rss", "Fail a test whose daemon RSS peak exceeds SIZE or KIND:SIZE[,...] (e.g. 200GiB)"),
-    Option("max-vram", "Fail a test whose daemon VRAM peak exceeds SIZE or KIND:SIZE[,...]"),
-    Option(
-        "compare-fail",
-        "Fail a test that regressed against the compared pytest-benchmark run: METRIC:N%[,...] with "
-        "METRIC in throughput, rss_peak, vram_peak, p50, p90",
-    ),
-    Option(
-        "baseline", "Saved pytest-benchmark JSON to compare against (default: the --benchmark-compare run)"
-    ),
-    Option("plots", "Directory for per-test memory plots (PNG)"),
-    Option(
-        "label",
-        "Host label in test ids and the results database: ADDR=NAME per daemon (repeatable), or NAME for "
-        "the run's only daemon",
-        (),
-        "list",
-    ),
-    Option(
-        "host-id",
-        "The provider's id of the machine a daemon runs on (vast.ai's machine_id), recorded with each run "
-        "so cuzk-perf offers can match the next offer of that machine: ADDR=ID per daemon (repeatable), or "
-        "ID for the run's only daemon",
-        (),
-        "list",
-    ),
-    Option(
-        "results-db",
-        "Record every test in this database: a SQLAlchemy URL (sqlite:///FILE, postgresql://...) or "
-        "'default' for a SQLite file in the user's data dir",
-    ),
-)
 
 
 @dataclass(frozen=True)
@@ -150,6 +58,8 @@ class Settings:
     compare_fail: dict[str, float] = field(default_factory=dict)
     baseline: Path | None = None
     plots: Path | None = None
+    allow_missing: bool = False
+    requested: bool = False  # a --cuzk-* option, PYTEST_CUZK_* variable or cuzk_* ini key is set
     labels: dict[str, str] = field(default_factory=dict)
     host_ids: dict[str, str] = field(default_factory=dict)
     results_db: str | None = None
@@ -172,41 +82,6 @@ class Settings:
     def gates_asked(self) -> bool:
         """Whether any gate option is set (the gates sink is registered only then)."""
         return bool(self.min_throughput or self.max_rss or self.max_vram or self.compare_fail)
-
-
-def add_options(parser: pytest.Parser) -> None:
-    """Declare every option as a flag in the ``cuzk`` group and as an ini key."""
-    group = parser.getgroup("cuzk", "cuzk proving daemon validation and benchmarks")
-    for opt in OPTIONS:
-        help_text = f"{opt.help}. Default: {opt.default!r}" if opt.default not in (None, ()) else opt.help
-        help_text = help_text.replace("%", "%%")  # argparse expands % in help
-        if opt.kind == "bool":
-            group.addoption(opt.flag, action="store_true", default=None, help=help_text)
-            parser.addini(opt.ini, opt.help, type="bool", default=opt.default)
-        elif opt.kind == "list":
-            group.addoption(opt.flag, action="append", default=None, metavar="VALUE", help=help_text)
-            parser.addini(opt.ini, opt.help, type="linelist", default=[])
-        else:
-            group.addoption(opt.flag, default=None, metavar="VALUE", help=help_text)
-            parser.addini(opt.ini, opt.help, default=None)
-
-
-def _raw(config: pytest.Config, opt: Option) -> tuple[Any, str]:
-    """The option's value and where it came from, by precedence."""
-    value = config.getoption(opt.flag)
-    if value not in (None, []):
-        return value, f"option {opt.flag}"
-    if opt.env in os.environ:
-        env = os.environ[opt.env]
-        if opt.kind == "bool":
-            return env.strip().lower() in ("1", "true", "yes", "on"), f"environment variable {opt.env}"
-        if opt.kind == "list":
-            return [v for v in env.split(";") if v.strip()], f"environment variable {opt.env}"
-        return env, f"environment variable {opt.env}"
-    ini = config.getini(opt.ini)
-    if ini not in (None, [], ""):
-        return ini, f"ini key {opt.ini}"
-    return opt.default, f"default of {opt.flag}"
 
 
 def _size(text: str, where: str) -> int:
@@ -277,8 +152,6 @@ def _float(text: Any, where: str) -> float:
 
 
 def _interval(text: Any, where: str) -> float:
-    from .memory import MIN_INTERVAL_S
-
     value = _float(text, where)
     if value < MIN_INTERVAL_S:
         raise pytest.UsageError(
@@ -323,6 +196,46 @@ def _address(addr: str, where: str, hint: str) -> None:
         raise pytest.UsageError(f"Invalid address {addr!r} from {where}: {hint} ({exc})") from exc
 
 
+def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+    text = str(value).strip()
+    if text not in choices:
+        raise pytest.UsageError(f"Invalid value {text!r} from {where}: use one of {', '.join(choices)}")
+    return text
+
+
+def _results_db(value: Any, where: str) -> str:
+    """``default``, a SQLAlchemy URL or a database file's path; a bare word is a typo, not a file name."""
+    text = str(value).strip()
+    if text == "default" or "://" in text or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
+        return text
+    raise pytest.UsageError(
+        f"Invalid results database {text!r} from {where}: use default, a SQLAlchemy URL "
+        "(sqlite:///FILE, postgresql://USER@HOST/DB) or the path of a SQLite file (ending in .db)"
+    )
+
+
+def check_paths(s: Settings) -> None:
+    """The files and directories the options name exist and are what they must be; at configure time."""
+    if s.binary is not None and not (s.binary.is_file() and os.access(s.binary, os.X_OK)):
+        why = "is not an executable file" if s.binary.exists() else "does not exist"
+        raise pytest.UsageError(
+            f"--cuzk-binary {s.binary} {why}: pass the path of the cuzk daemon executable"
+        )
+    for flag, path in (
+        ("--cuzk-config", s.config),
+        ("--cuzk-baseline", s.baseline),
+        ("--cuzk-manifest", s.manifest),
+    ):
+        if path is not None and not path.is_file():
+            raise pytest.UsageError(f"{flag} {path} does not exist (or is not a file): fix the path")
+    for kind, path in s.inputs.items():
+        if not path.is_file():
+            raise pytest.UsageError(f"--cuzk-input {kind}={path}: no such file; fix the path")
+    for flag, path in (("--cuzk-param-cache", s.param_cache), ("--cuzk-data-dir", s.data_dir)):
+        if path is not None and path.exists() and not path.is_dir():
+            raise pytest.UsageError(f"{flag} {path} is a file, not a directory: pass a directory")
+
+
 def default_data_dir() -> Path:
     """The user's cache dir for test data (XDG_CACHE_HOME honoured)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -331,7 +244,7 @@ def default_data_dir() -> Path:
 
 def resolve_settings(config: pytest.Config) -> Settings:
     """Apply precedence and validation to every option; raise ``pytest.UsageError`` naming the source."""
-    raw = {opt.name: _raw(config, opt) for opt in OPTIONS}
+    raw = {opt.name: option_value(config, opt) for opt in OPTIONS}
 
     def path(name: str) -> Path | None:
         value = raw[name][0]
@@ -373,9 +286,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         manifest=path("manifest"),
         inputs=inputs,
         offline=bool(raw["offline"][0]),
+        allow_missing=bool(raw["allow-missing"][0]),
+        requested=any(not where.startswith("default of") for _, where in raw.values()),
         skip_warmup=bool(raw["skip-warmup"][0]),
         lowmem_warmup=lowmem,
-        preset=str(raw["preset"][0]),
+        preset=_choice(*raw["preset"], REF_PRESETS),
         start_timeout=_float(raw["start-timeout"][0], raw["start-timeout"][1]),
         ready_timeout=_float(raw["ready-timeout"][0], raw["ready-timeout"][1]),
         warmup_timeout=_float(raw["warmup-timeout"][0], raw["warmup-timeout"][1]),
@@ -392,5 +307,5 @@ def resolve_settings(config: pytest.Config) -> Settings:
         plots=path("plots"),
         labels=_identities(*raw["label"], "ADDR=NAME", len(attach)),
         host_ids=_identities(*raw["host-id"], "ADDR=ID", len(attach)),
-        results_db=str(results_db) if results_db else None,
+        results_db=_results_db(results_db, raw["results-db"][1]) if results_db else None,
     )

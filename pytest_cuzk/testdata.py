@@ -22,7 +22,7 @@ from .wire.kinds import ProofKindInfo
 
 __all__ = ["DEFAULT_MANIFEST", "TestData"]
 
-DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "fixtures" / "manifest.toml"
+DEFAULT_MANIFEST = Path(__file__).resolve().parent / "suite" / "manifest.toml"
 
 
 class TestData:

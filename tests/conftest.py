@@ -30,6 +30,7 @@ def inner(pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.Mon
     def run(files: dict[str, str], *args: str, timeout: float = 300):
         pytester.makepyfile(**files)
         return pytester.runpytest_subprocess(
+            ".",  # these files, not the packaged suite a bare --cuzk-daemon runs
             "--cuzk-daemon=ref",
             f"--cuzk-data-dir={shared_cache}",
             "-p",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-SUITE = Path(__file__).parent / "suite"
+SUITE = Path(__file__).resolve().parents[1] / "pytest_cuzk" / "suite"
 PROVE_SOURCE = (SUITE / "test_prove.py").read_text()
 
 

@@ -20,6 +20,7 @@ from pytest_cuzk.datastore import DataStore
 from pytest_cuzk.errors import DataUnavailable, ManifestError
 from pytest_cuzk.manifest import Manifest, load_manifest
 from pytest_cuzk.progress import ProgressLine
+from pytest_cuzk.testdata import DEFAULT_MANIFEST
 from pytest_cuzk.wire.kinds import KINDS
 
 PAYLOAD = random.Random(0).randbytes(1_000_000)
@@ -307,7 +308,7 @@ def test_progress_line_on_a_plain_stream():
 
 
 def test_default_manifest_lists_every_kind():
-    manifest = load_manifest(REPO / "fixtures" / "manifest.toml")
+    manifest = load_manifest(DEFAULT_MANIFEST)
     assert set(manifest.entries) == set(KINDS)
     porep = manifest.entries["porep"][0]
     assert porep.url == "https://pub-08ae819c828244bdbe5f615fd8c5e144.r2.dev/c1.json"

@@ -123,6 +123,7 @@ def test_no_daemon_outlives_pytest(pytester, shared_cache, tmp_path, ending):
         sys.executable,
         "-m",
         "pytest",
+        ".",
         "--cuzk-daemon=ref",
         f"--cuzk-data-dir={shared_cache}",
         "-p",

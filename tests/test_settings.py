@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cuzk.settings import OPTIONS, resolve_settings
+from pytest_cuzk.options import OPTIONS
+from pytest_cuzk.settings import resolve_settings
 from pytest_cuzk.wire.units import parse_size
 
 

@@ -1,0 +1,158 @@
+"""Every ``--cuzk-*`` option, declared once: its flag, ini key, environment variable and help text.
+
+pytest-timeout's model: one table; each flag has a ``cuzk_*`` ini twin and a ``PYTEST_CUZK_*``
+environment variable that share its help text. ``settings.resolve_settings`` applies them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+__all__ = ["DEFAULT_ADDR", "OPTIONS", "REF_PRESETS", "Option", "add_options", "option_value", "requested"]
+
+DEFAULT_ADDR = "127.0.0.1:9820"
+REF_PRESETS = ("default", "medium", "large")  # the reference engine's circuit sizes (checked in its tests)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``--cuzk-NAME`` flag with its ini key, environment variable and help text."""
+
+    name: str
+    help: str
+    default: Any = None
+    kind: str = "str"  # str | bool | float | list
+
+    @property
+    def flag(self) -> str:
+        return f"--cuzk-{self.name}"
+
+    @property
+    def ini(self) -> str:
+        return "cuzk_" + self.name.replace("-", "_")
+
+    @property
+    def env(self) -> str:
+        return "PYTEST_CUZK_" + self.name.replace("-", "_").upper()
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "daemon",
+        "Which daemon to test: auto (attach at --cuzk-addr, else spawn a cuzk binary, else the reference "
+        "engine), spawn (a cuzk binary), ref (the reference engine), or ADDR[,ADDR...] to attach to "
+        "running daemons",
+        "auto",
+    ),
+    Option("addr", "Address auto mode tries to attach to first", DEFAULT_ADDR),
+    Option("binary", "cuzk daemon binary to spawn (else cuzk-daemon or cuzk on PATH)"),
+    Option(
+        "config", "Base daemon TOML config; the plugin copies it and overrides listen, cache and batching"
+    ),
+    Option("param-cache", "Parameter (SRS) cache directory of the daemon (srs.param_cache)"),
+    Option("data-dir", "Cache directory for downloaded and generated test data", None),
+    Option(
+        "manifest",
+        "Test-data manifest TOML (default: the suite's manifest.toml for cuzk, generated data for cuzk-ref)",
+    ),
+    Option("input", "Use your own data file for a kind: KIND=PATH (repeatable)", (), "list"),
+    Option("offline", "Never download test data", False, "bool"),
+    Option("skip-warmup", "Skip the warm-up proof and PCE wait before measuring", False, "bool"),
+    Option(
+        "allow-missing",
+        "Skip, instead of fail, the suite cases whose test data cannot be had (a CI gate should not)",
+        False,
+        "bool",
+    ),
+    Option(
+        "lowmem-warmup",
+        "When the PCE file is missing and the daemon is spawned, warm up with a low-memory config, then "
+        "restart with the full one: auto (for cuzk binaries), on, off",
+        "auto",
+    ),
+    Option("preset", f"Circuit-size preset of the reference engine ({', '.join(REF_PRESETS)})", "default"),
+    Option("start-timeout", "Seconds for a spawned daemon to start answering", 120.0, "float"),
+    Option("ready-timeout", "Seconds for SRS parameters to load (PreloadSRS)", 900.0, "float"),
+    Option("warmup-timeout", "Seconds for the warm-up proof and its PCE file", 1800.0, "float"),
+    Option("proof-timeout", "Seconds one proof may take before it is cancelled and fails", 1800.0, "float"),
+    Option("batch-sizes", "Batch sizes to test (sizes above 1 only for porep and snap)", "1,2"),
+    Option("concurrency", "Concurrency levels (clients submitting at once) to test", "1"),
+    Option("proofs", "Proofs per test (at least one wave of batch x concurrency)", 2, "float"),
+    Option("sample-interval", "Memory sampling interval in seconds", 0.1, "float"),
+    Option("min-throughput", "Fail a test below this many proofs per hour: KIND:N/h[,KIND:N/h...]"),
+    Option("max-rss", "Fail a test whose daemon RSS peak exceeds SIZE or KIND:SIZE[,...] (e.g. 200GiB)"),
+    Option("max-vram", "Fail a test whose daemon VRAM peak exceeds SIZE or KIND:SIZE[,...]"),
+    Option(
+        "compare-fail",
+        "Fail a test that regressed against the compared pytest-benchmark run: METRIC:N%[,...] with "
+        "METRIC in throughput, rss_peak, vram_peak, p50, p90",
+    ),
+    Option(
+        "baseline", "Saved pytest-benchmark JSON to compare against (default: the --benchmark-compare run)"
+    ),
+    Option("plots", "Directory for per-test memory plots (PNG)"),
+    Option(
+        "label",
+        "Host label in test ids and the results database: ADDR=NAME per daemon (repeatable), or NAME for "
+        "the run's only daemon",
+        (),
+        "list",
+    ),
+    Option(
+        "host-id",
+        "The provider's id of the machine a daemon runs on (vast.ai's machine_id), recorded with each run "
+        "so cuzk-perf offers can match the next offer of that machine: ADDR=ID per daemon (repeatable), or "
+        "ID for the run's only daemon",
+        (),
+        "list",
+    ),
+    Option(
+        "results-db",
+        "Record every test in this database: a SQLAlchemy URL (sqlite:///FILE, postgresql://...) or "
+        "'default' for a SQLite file in the user's data dir",
+    ),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Declare every option as a flag in the ``cuzk`` group and as an ini key."""
+    group = parser.getgroup("cuzk", "cuzk proving daemon validation and benchmarks")
+    for opt in OPTIONS:
+        help_text = f"{opt.help}. Default: {opt.default!r}" if opt.default not in (None, ()) else opt.help
+        help_text = help_text.replace("%", "%%")  # argparse expands % in help
+        if opt.kind == "bool":
+            group.addoption(opt.flag, action="store_true", default=None, help=help_text)
+            parser.addini(opt.ini, opt.help, type="bool", default=None)
+        elif opt.kind == "list":
+            group.addoption(opt.flag, action="append", default=None, metavar="VALUE", help=help_text)
+            parser.addini(opt.ini, opt.help, type="linelist", default=[])
+        else:
+            group.addoption(opt.flag, default=None, metavar="VALUE", help=help_text)
+            parser.addini(opt.ini, opt.help, default=None)
+
+
+def option_value(config: pytest.Config, opt: Option) -> tuple[Any, str]:
+    """The option's value and where it came from, by precedence."""
+    value = config.getoption(opt.flag)
+    if value not in (None, []):
+        return value, f"option {opt.flag}"
+    if opt.env in os.environ:
+        env = os.environ[opt.env]
+        if opt.kind == "bool":
+            return env.strip().lower() in ("1", "true", "yes", "on"), f"environment variable {opt.env}"
+        if opt.kind == "list":
+            return [v for v in env.split(";") if v.strip()], f"environment variable {opt.env}"
+        return env, f"environment variable {opt.env}"
+    ini = config.getini(opt.ini)  # None when unset: the ini keys are declared without defaults
+    if ini not in (None, [], ""):
+        return ini, f"ini key {opt.ini}"
+    return opt.default, f"default of {opt.flag}"
+
+
+def requested(config: pytest.Config) -> bool:
+    """Whether any cuzk option is set by flag, environment or ini: the run is about a daemon."""
+    return any(not option_value(config, opt)[1].startswith("default of") for opt in OPTIONS)
