@@ -94,6 +94,7 @@ OPTIONS: tuple[Option, ...] = (
         "baseline", "Saved pytest-benchmark JSON to compare against (default: the --benchmark-compare run)"
     ),
     Option("plots", "Directory for per-test memory plots (PNG)"),
+    Option("html", "Write one self-contained HTML report of the run (charts inline, no network) to PATH"),
     Option("label", "Host label for a daemon address in test ids: ADDR=NAME (repeatable)", (), "list"),
     Option(
         "results-db",
@@ -134,6 +135,7 @@ class Settings:
     compare_fail: dict[str, float] = field(default_factory=dict)
     baseline: Path | None = None
     plots: Path | None = None
+    html: Path | None = None
     labels: dict[str, str] = field(default_factory=dict)
     results_db: str | None = None
 
@@ -342,6 +344,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         compare_fail=_compare_fail(raw["compare-fail"][0], raw["compare-fail"][1]),
         baseline=path("baseline"),
         plots=path("plots"),
+        html=path("html"),
         labels=_pairs(raw["label"][0], raw["label"][1], "ADDR=NAME"),
         results_db=str(results_db) if results_db else None,
     )
