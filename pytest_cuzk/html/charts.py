@@ -129,19 +129,17 @@ def ranking_chart(best: Sequence[tuple[str, float]], chart_id: str) -> Markup:
     return svg(fig, chart_id)
 
 
-def history_chart(
-    builds: Sequence[str], per_host: Mapping[str, Mapping[str, float]], chart_id: str
-) -> Markup:
-    """Best proofs/hour of each host across builds, oldest build first."""
-    fig = Figure(figsize=(10, 3.4), layout="constrained")
+def history_chart(builds: Sequence[str], lines: Mapping[str, Mapping[str, float]], chart_id: str) -> Markup:
+    """Proofs/hour of each line (a host and configuration) across builds, oldest build first."""
+    fig = Figure(figsize=(10, 2.9), layout="constrained")
     ax = fig.subplots()
-    for host, by_build in sorted(per_host.items()):
+    for name, by_build in sorted(lines.items()):
         xs = [i for i, b in enumerate(builds) if b in by_build]
-        ax.plot(xs, [by_build[builds[i]] for i in xs], marker="o", label=host)
+        ax.plot(xs, [by_build[builds[i]] for i in xs], marker="o", label=name)
     ax.set_xticks(range(len(builds)), [b if len(b) <= 24 else b[:23] + "…" for b in builds],
                   rotation=15, ha="right", fontsize=7)  # fmt: skip
-    ax.set_ylim(bottom=0)
-    ax.set_ylabel("best proofs per hour")
-    ax.legend(fontsize=7)
+    ax.margins(x=0.05, y=0.15)
+    ax.set_ylabel("proofs per hour (median)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7, frameon=False)
     ax.grid(alpha=0.3)
     return svg(fig, chart_id)

@@ -26,6 +26,7 @@ from .charts import cmd_plot
 from .compare import cmd_compare
 from .export import cmd_export
 from .hosts import cmd_history, cmd_hosts, cmd_recommend
+from .report import cmd_report
 
 __all__ = ["build_parser", "main", "parse_fail", "parse_percent"]
 
@@ -102,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ram", type=_size, required=True, help="the host's RAM, e.g. 256GiB or 512GB")
     p.add_argument("--margin", type=parse_percent, default=0.15, help="safety margin. Default: 15%%")
     p.add_argument("--gpu", metavar="MODEL", help="only hosts with a GPU whose name contains MODEL")
+    p = add(cmd_report)
+    p.add_argument("--html", metavar="PATH", required=True, help="the page to write")
+    p.add_argument("--fail", type=parse_fail, default={}, metavar="METRIC:PCT,...", help=FAIL_HELP)
     return parser
 
 
