@@ -1,6 +1,9 @@
-"""A reference-engine run's report and the results-database page, as a headless browser shows them."""
+"""A reference-engine run's report, the results-database page (in a headless browser) and the CI templates."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import browser as chromium
 import pg
@@ -9,6 +12,7 @@ from support import PROVE_SOURCE
 from test_perf import FLEET, RTX, store
 
 from pytest_cuzk.perf.cli import main
+from pytest_cuzk.settings import OPTIONS
 
 db_url, pg_server = pg.db_url, pg.pg_server
 browser = chromium.browser
@@ -72,3 +76,12 @@ def test_the_database_page_of_an_empty_database_says_so(tmp_path, capsys: pytest
     assert "The database holds no test yet" in page.read_text()
     assert main(["report", "--db", url, "--html", str(tmp_path)]) == 2
     assert "is a directory: give a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("template", ["github-gpu.yml", "gitlab-gpu.yml"])
+def test_the_ci_templates_upload_the_report_with_the_other_results(template: str):
+    text = (Path(__file__).parent.parent / "ci" / template).read_text()
+    flags = set(re.findall(r"--cuzk-[a-z-]+", text))
+    assert flags <= {o.flag for o in OPTIONS}, "every flag the template passes exists"
+    assert "--cuzk-html=results/report.html" in text and "--junitxml=results/junit.xml" in text
+    assert re.search(r"path(s)?: \[?results/", text), "the folder holding them is uploaded"
