@@ -95,11 +95,13 @@ def _annotate_peak(ax: Axes, t_s: list[float], values: list[int]) -> None:
     if not values:
         return
     i = max(range(len(values)), key=values.__getitem__)
+    late = t_s[i] > (t_s[0] + t_s[-1]) / 2  # label on the side with room, inside the axes
     ax.annotate(
         f"peak {values[i] / MIB:.0f} MiB",
         xy=(t_s[i], values[i] / MIB),
-        xytext=(5, -12),
+        xytext=(-5 if late else 5, -12),
         textcoords="offset points",
+        ha="right" if late else "left",
         fontsize=8,
     )
     ax.plot([t_s[i]], [values[i] / MIB], marker="o", color="tab:red", markersize=4)

@@ -77,19 +77,9 @@ def test_an_xdist_run_gives_one_report_with_every_workers_memory_charts(pytester
     pytester.makeconftest(SAMPLED_PER_WORKER)
     pytester.makepyfile(test_a=PROVE_SOURCE, test_b=PROVE_SOURCE)
     page = pytester.path / "report.html"
-    args = (
-        "-n",
-        "2",
-        "--dist",
-        "loadfile",
-        "-k",
-        "winning or wpost",
-        "--cuzk-batch-sizes=1",
-        "--cuzk-proofs=3",
-    )
-    result = pytester.runpytest_subprocess(
-        *args, f"--cuzk-html={page}", "-p", "no:cacheprovider", timeout=120
-    )
+    xdist = ("-n", "2", "--dist", "loadfile", "-k", "winning or wpost", "--cuzk-batch-sizes=1")
+    more = ("--cuzk-proofs=3", f"--cuzk-html={page}", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*xdist, *more, timeout=120)
     result.assert_outcomes(passed=4)
 
     browser.open(page)
