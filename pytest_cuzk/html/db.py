@@ -78,7 +78,8 @@ def _history(kind: str, rows: list[ResultRow], builds: Sequence[str]) -> dict[st
         )
     table.sort(key=lambda t: (t["host"], t["config"], builds.index(t["build"])))
     shown = [b for b in builds if any(t["build"] == b for t in table)]
-    return {"kind": kind, "rows": table, "chart": history_chart(shown, lines, f"hist-{kind}")}
+    chart = history_chart(shown, lines, f"hist-{kind}") if len(shown) > 1 else None  # one build: no line
+    return {"kind": kind, "rows": table, "chart": chart}
 
 
 def _latest(rows: list[ResultRow], builds: Sequence[str], limits: dict[str, float]) -> list[dict[str, Any]]:
