@@ -16,11 +16,17 @@ from .backends.protocol import DaemonBackend
 from .client import ProvingClient
 from .errors import CuzkError
 
-__all__ = ["MetricKey", "MetricLedger", "MetricValues"]
+__all__ = ["MetricKey", "MetricLedger", "MetricValues", "series_name"]
 
 MetricKey = tuple[str, tuple[tuple[str, str], ...]]
 MetricValues = dict[MetricKey, float]
 _Generation = tuple[str, int | None, str]
+
+
+def series_name(key: MetricKey) -> str:
+    """A counter as Prometheus writes it: ``name{label="value",...}``."""
+    name, labels = key
+    return name + ("{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}" if labels else "")
 
 
 def read_counters(address: str) -> MetricValues:

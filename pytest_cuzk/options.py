@@ -95,6 +95,7 @@ OPTIONS: tuple[Option, ...] = (
         "baseline", "Saved pytest-benchmark JSON to compare against (default: the --benchmark-compare run)"
     ),
     Option("plots", "Directory for per-test memory plots (PNG)"),
+    Option("html", "Write one self-contained HTML report of the run (charts inline, no network) to PATH"),
     Option(
         "label",
         "Host label in test ids and the results database: ADDR=NAME per daemon (repeatable), or NAME for "

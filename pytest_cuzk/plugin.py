@@ -120,6 +120,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .plots import Plotter
 
         config.pluginmanager.register(Plotter(settings.plots), "cuzk_plots")
+    if settings.html:
+        from .html.run import RunReport
+
+        config.pluginmanager.register(RunReport(config, session, settings.html), "cuzk_html")
     if settings.results_db:
         from .recording import Recorder
 

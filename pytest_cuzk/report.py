@@ -49,12 +49,9 @@ def header_lines(session: CuzkSession) -> list[str]:
 
 def metric_deltas(totals: MetricValues) -> list[str]:
     """Counters that moved over the run, as ``name{labels}: +N``."""
-    lines = []
-    for (name, labels), delta in sorted(totals.items()):
-        if delta:
-            label = "{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}" if labels else ""
-            lines.append(f"  {name}{label}: {delta:+g}")
-    return lines
+    from .ledger import series_name
+
+    return [f"  {series_name(key)}: {delta:+g}" for key, delta in sorted(totals.items()) if delta]
 
 
 def _cold_lines(colds: Iterable[dict[str, object]]) -> list[str]:

@@ -58,6 +58,7 @@ class Settings:
     compare_fail: dict[str, float] = field(default_factory=dict)
     baseline: Path | None = None
     plots: Path | None = None
+    html: Path | None = None
     allow_missing: bool = False
     requested: bool = False  # a --cuzk-* option, PYTEST_CUZK_* variable or cuzk_* ini key is set
     labels: dict[str, str] = field(default_factory=dict)
@@ -305,6 +306,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         compare_fail=_compare_fail(raw["compare-fail"][0], raw["compare-fail"][1]),
         baseline=path("baseline"),
         plots=path("plots"),
+        html=path("html"),
         labels=_identities(*raw["label"], "ADDR=NAME", len(attach)),
         host_ids=_identities(*raw["host-id"], "ADDR=ID", len(attach)),
         results_db=_results_db(results_db, raw["results-db"][1]) if results_db else None,

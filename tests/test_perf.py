@@ -8,6 +8,7 @@ import datetime as dt
 import json
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import pg
 import pytest
@@ -46,10 +47,10 @@ FLEET = [
 ]  # fmt: skip
 
 
-@pytest.fixture
-def fleet(db_url: str) -> str:
+def store(db_url: str, fleet: list[tuple[Any, ...]]) -> str:
+    """Write ``fleet`` (FLEET's shape) as finished runs; returns the URL."""
     with ResultsDB(db_url) as db:
-        for host, label, machine, build, day, tests in FLEET:
+        for host, label, machine, build, day, tests in fleet:
             run = RunRecord(
                 host=host,
                 daemon_build=build,
@@ -67,6 +68,11 @@ def fleet(db_url: str) -> str:
                 ))  # fmt: skip
             db.finish_run(run.run_id)
     return db_url
+
+
+@pytest.fixture
+def fleet(db_url: str) -> str:
+    return store(db_url, FLEET)
 
 
 def perf(capsys: pytest.CaptureFixture[str], url: str, *argv: str) -> tuple[int, str, str]:
