@@ -24,7 +24,7 @@ from filelock import FileLock
 
 from .errors import DataUnavailable
 from .manifest import DataEntry, Manifest
-from .progress import Progress, ProgressLine
+from .progress import Progress, StatusLine
 from .wire.files import atomic_write, file_sha256
 from .wire.kinds import by_name
 
@@ -61,7 +61,7 @@ class DataStore:
     ) -> None:
         self.cache_dir = Path(cache_dir)
         self.offline = offline
-        self.progress: Progress = progress if progress is not None else ProgressLine()
+        self.progress: Progress = progress if progress is not None else StatusLine().download
         self.timeout_s = timeout_s
         self.notes: list[str] = []
 

@@ -69,6 +69,7 @@ class CaseExecution:
                 verify=backend.profile().verifier(case.kind),
                 mark=sampler.mark if sampler else None,
                 rss_peak=sampler.rss_peak_so_far if sampler else lambda: None,
+                status=self.session.status,
             )
             if sampler:
                 sampler.start()

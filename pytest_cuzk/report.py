@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .figures import METRICS
 from .tables import table
+from .wire.units import format_bytes
 
 if TYPE_CHECKING:
     from .ledger import MetricValues
@@ -54,20 +55,48 @@ def metric_deltas(totals: MetricValues) -> list[str]:
     return [f"  {series_name(key)}: {delta:+g}" for key, delta in sorted(totals.items()) if delta]
 
 
-def _cold_lines(colds: Iterable[dict[str, object]]) -> list[str]:
+def _cold_lines(colds: Iterable[dict[str, Any]]) -> list[str]:
+    """Each daemon start with the time each readiness stage took; a restart's cost is its start's total."""
+    from .backends.protocol import ColdStart
+
     lines: list[str] = []
     said: set[str] = set()
-    for cold in colds:
-        where = f"{cold['label']}" + (f" batch {cold['batch_size']}" if cold.get("batch_size") else "")
+    for record in colds:
+        cold = ColdStart.from_dict(record)
+        where = cold.label + (f" batch {cold.batch_size}" if cold.batch_size else "")
+        total = cold.start_s + sum(sum(d.values()) for d in (cold.srs_load_s, cold.warmup_s, cold.pce_s))
         lines.append(
-            f"cold start [{where}]: start {cold['start_s']}s, SRS load {cold['srs_load_s']}, "
-            f"warm-up {cold['warmup_s']}, PCE {cold['pce_s']}"
-            + (" (low-memory warm-up)" if cold.get("lowmem_warmup") else "")
+            f"cold start [{where}] {total:.1f}s: start {cold.start_s}s, SRS load {cold.srs_load_s}, "
+            f"warm-up {cold.warmup_s}, PCE {cold.pce_s}"
+            + (" (low-memory warm-up)" if cold.lowmem_warmup else "")
         )
-        lines += [f"  note: {n}" for n in cold.get("notes", [])]  # type: ignore[attr-defined]
-        restarts = [r for r in cold.get("restarts", []) if r not in said]  # type: ignore[attr-defined]
+        lines += [f"  note: {n}" for n in cold.notes]
+        restarts = [r for r in record.get("restarts", []) if r not in said]
         said.update(restarts)
         lines += [f"  {r}" for r in restarts]
+    return lines
+
+
+def _measured_lines(session: CuzkSession) -> list[str]:
+    """What was measured, on what: each daemon's build and place, this host, and where the outputs went."""
+    from .hostinfo import host_info
+
+    lines = [
+        f"daemon [{b.label}]: {b.profile().identity()} ({b.mode}, {'on this host' if b.local else 'remote'})"
+        for b in session.choice.backends
+    ]
+    h = host_info()
+    gpus = ", ".join(f"{g.name} {format_bytes(g.vram_total_bytes)}" for g in h.gpus) or (
+        f"none ({h.gpu_unavailable_reason})"
+    )
+    driver = f", driver {h.driver_version}, CUDA {h.cuda_driver_version}" if h.driver_version else ""
+    cpu = f"{h.cpu_model}, {h.cpu_logical_cores} cores, {format_bytes(h.ram_total_bytes)} RAM"
+    lines.append(f"host {h.hostname}: {cpu}; GPUs: {gpus}{driver}")
+    s, root = session.settings, session.workspace.root
+    if s.plots:
+        lines.append(f"memory plots: {s.plots}")
+    if session.workspace.keep and root is not None:
+        lines.append(f"daemon configs and logs kept in {root} (a test failed)")
     return lines
 
 
@@ -89,7 +118,7 @@ def summary_lines(session: CuzkSession) -> list[str]:
         + [m.fmt(m.value(f)) for m in metrics]
         for f in session.rows
     ]
-    lines = _not_run_lines(session.not_run)
+    lines = _not_run_lines(session.not_run) + _measured_lines(session)
     lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
     lines += _cold_lines(session.colds.values())
     lines += [f"data: {n}" for data in session.data_sets() for n in data.notes]

@@ -34,6 +34,7 @@ from .errors import (
 )
 from .figures import Figures, ProofTimings, percentile
 from .memory import MemoryReport
+from .progress import StatusLine
 from .proofcheck import check_proof
 from .proto import pb
 from .wire.kinds import ProofKindInfo
@@ -139,6 +140,8 @@ class Runner:
     verify: Callable[[pb.SubmitProofRequest, bytes], bool] | None = None
     mark: Callable[[str], None] | None = None
     rss_peak: Callable[[], int | None] = lambda: None
+    status: StatusLine | None = None
+    tick: Callable[[], None] = lambda: None  # run_case points it at the case's line while it runs
 
     def death(self, what: str) -> DaemonExited:
         return DaemonExited(f"daemon died during {what}: {self.backend.death_message(self.rss_peak())}")
@@ -229,6 +232,7 @@ def run_wave(runner: Runner, kind: ProofKindInfo, size: int) -> list[ProofRecord
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=_DEATH_POLL_S, return_when=FIRST_COMPLETED)
+            runner.tick()
             if not runner.backend.alive():
                 raise runner.death(what)
             if stuck := runner.backend.stuck():
@@ -265,10 +269,14 @@ def run_case(case: Case, runner: Runner, proofs: int, benchmark: Any | None) -> 
             runner.mark(f"wave {len(result.proofs) // case.in_flight + 1}")
         result.proofs.extend(run_wave(runner, case.kind, case.in_flight))
 
-    if benchmark is not None:
-        benchmark.pedantic(wave, rounds=waves, iterations=1, warmup_rounds=0)
-    # A disabled benchmark (e.g. under xdist) runs the target once: run the rest ourselves.
-    while len(result.proofs) < waves * case.in_flight:
-        wave()
+    planned = waves * case.in_flight
+    status = runner.status or StatusLine(tty=False)
+    with status.stage(f"{case.id}: proving"):
+        runner.tick = lambda: status.tick(f"{len(result.proofs)} of {planned} proofs done")
+        if benchmark is not None:
+            benchmark.pedantic(wave, rounds=waves, iterations=1, warmup_rounds=0)
+        # A disabled benchmark (e.g. under xdist) runs the target once: run the rest ourselves.
+        while len(result.proofs) < planned:
+            wave()
     result.wall_s = time.monotonic() - start
     return result

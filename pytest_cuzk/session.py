@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Generator, Sequence
+import sys
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from .backends.protocol import DaemonBackend
     from .figures import Figures
     from .ledger import MetricLedger
-    from .progress import Progress
+    from .progress import StatusLine
     from .readiness import Readiness
     from .settings import Settings
     from .testdata import TestData
@@ -56,6 +57,7 @@ class CuzkSession:
         self._data: dict[Path | None, TestData] = {}
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
+        self._status: StatusLine | None = None
 
     @property
     def settings(self) -> Settings:
@@ -89,7 +91,7 @@ class CuzkSession:
 
         manifest = backend.profile().manifest()
         if manifest not in self._data:
-            self._data[manifest] = TestData(self.settings, manifest, self.progress())
+            self._data[manifest] = TestData(self.settings, manifest, self.status.download)
         return self._data[manifest]
 
     def data_sets(self) -> list[TestData]:
@@ -100,7 +102,7 @@ class CuzkSession:
         if self._readiness is None:
             from .readiness import Readiness
 
-            self._readiness = Readiness(self.settings, lambda b, k: self.data(b).request(k))
+            self._readiness = Readiness(self.settings, lambda b, k: self.data(b).request(k), self.status)
         return self._readiness
 
     @property
@@ -134,19 +136,20 @@ class CuzkSession:
         self.readiness(backend, self.wanted_kinds(backend, kinds), backend.state.cold[-1])
         return backend
 
-    def progress(self) -> Progress:
-        """Download progress on the terminal, even while pytest captures the fixture's output."""
-        from .progress import ProgressLine
+    @property
+    def status(self) -> StatusLine:
+        """The live line every wait shows on the terminal, written past pytest's capture."""
+        if self._status is None:
+            from .progress import StatusLine
 
+            self._status = StatusLine(self._terminal)
+        return self._status
+
+    @contextlib.contextmanager
+    def _terminal(self) -> Iterator[IO[str]]:
         capman = self.config.pluginmanager.getplugin("capturemanager")
-        lines: list[ProgressLine] = []
-
-        def show(name: str, done: int, total: int | None) -> None:
-            with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
-                lines[:] = lines or [ProgressLine()]  # made here: sys.stderr is the terminal's now
-                lines[0](name, done, total)
-
-        return show
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            yield sys.stderr  # looked up here: while capture is off it is the terminal's
 
     # --- collection -------------------------------------------------------------------------------
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:

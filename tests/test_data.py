@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import multiprocessing
 import os
 import random
@@ -19,7 +18,6 @@ from pytest_cuzk import datastore
 from pytest_cuzk.datastore import DataStore
 from pytest_cuzk.errors import DataUnavailable, ManifestError
 from pytest_cuzk.manifest import Manifest, load_manifest
-from pytest_cuzk.progress import ProgressLine
 from pytest_cuzk.testdata import DEFAULT_MANIFEST
 from pytest_cuzk.wire.kinds import KINDS
 
@@ -293,18 +291,6 @@ def test_two_processes_download_once(tmp_path, server):
     assert [p.exitcode for p in procs] == [0, 0]
     assert server.count() == 1
     assert (tmp_path / "cache" / "c1.json").read_bytes() == PAYLOAD
-
-
-def test_progress_line_on_a_plain_stream():
-    out = io.StringIO()
-    line = ProgressLine(out)
-    line("c1.json", 0, 2_000_000)
-    line("c1.json", 1_000_000, 2_000_000)  # throttled
-    line("c1.json", 2_000_000, 2_000_000)
-    assert out.getvalue().splitlines() == [
-        "downloading c1.json: 0.0/2.0 MB (0%)",
-        "downloading c1.json: 2.0/2.0 MB (100%)",
-    ]
 
 
 def test_default_manifest_lists_every_kind():

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,12 +268,13 @@ class DaemonProcess:
         how = "is still running" if code is None else describe_exit(code, self._oom_before, rss_peak)
         return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}, last lines:\n{self.log_tail()}"
 
-    def wait_answering(self, timeout_s: float) -> float:
+    def wait_answering(self, timeout_s: float, tick: Callable[[], None]) -> float:
         """Poll GetStatus until it answers; fail at once if the process exits first. Returns seconds."""
         deadline = time.monotonic() + timeout_s
         delay = 0.05
         last = ""
         while True:
+            tick()
             if not self.alive():
                 raise DaemonExited(f"daemon exited before it answered: {self.exit_message()}")
             try:

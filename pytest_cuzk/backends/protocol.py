@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from ..wire.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
+    from ..progress import StatusLine
     from ..proto import pb
     from ..records import HostRecord
 
@@ -125,7 +126,12 @@ class EngineProfile(Protocol):
         """The reference engine's circuit-size preset; None for a real cuzk."""
 
 
-Prepare = Callable[["DaemonBackend", Sequence[ProofKindInfo], ColdStart], None]
+class Prepare(Protocol):
+    """The readiness chain, as a backend that restarts its daemon runs it; ``status`` shows its waits."""
+
+    status: StatusLine
+
+    def __call__(self, backend: DaemonBackend, kinds: Sequence[ProofKindInfo], cold: ColdStart) -> None: ...
 
 
 class DaemonBackend(Protocol):

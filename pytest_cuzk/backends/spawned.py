@@ -17,6 +17,7 @@ from typing import Any
 from filelock import FileLock
 
 from ..errors import DaemonExited
+from ..progress import StatusLine
 from ..records import HostRecord
 from ..settings import Settings
 from ..wire.kinds import ProofKindInfo
@@ -121,12 +122,12 @@ class SpawnedDaemon:
         self.state.ready_kinds = set()
         if self._needs_lowmem(kinds):
             cold.lowmem_warmup = True
-            self._start(batch_size, cold, lowmem=True)
+            self._start(batch_size, cold, prepare.status, lowmem=True)
             prepare(self, kinds, cold)
             self.stop()
             self.state.ready_kinds = set()
             cold.notes.append("warmed up with a low-memory config, then restarted with the full one")
-        self._start(batch_size, cold, lowmem=False)
+        self._start(batch_size, cold, prepare.status, lowmem=False)
         self.batch_size = batch_size
         self.state.cold.append(cold)
 
@@ -138,7 +139,7 @@ class SpawnedDaemon:
         missing = [k for k in kinds if not (cache / k.pce_file).exists()]
         return bool(missing) and (mode == "on" or self.lowmem_by_default)
 
-    def _start(self, batch_size: int, cold: ColdStart, lowmem: bool) -> None:
+    def _start(self, batch_size: int, cold: ColdStart, status: StatusLine, lowmem: bool) -> None:
         prefix = f"{self.label}-b{batch_size}{'-lowmem' if lowmem else ''}-"
         workdir = self.workspace.subdir(prefix)
         overrides = self.overrides(batch_size)
@@ -149,7 +150,11 @@ class SpawnedDaemon:
                 overrides.setdefault(section, {}).update(values)
         self.process = DaemonProcess(self.argv(), workdir, daemon_config(self.settings.config, overrides))
         self.process.start()
-        cold.start_s += self.process.wait_answering(self.settings.start_timeout)
+        timeout = self.settings.start_timeout
+        with status.stage(
+            f"{self.label}: starting the daemon{' (low-memory config)' if lowmem else ''}", timeout
+        ):
+            cold.start_s += self.process.wait_answering(timeout, status.tick)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.alive()
