@@ -78,6 +78,10 @@ class StatusLine:
         stage.shown = now
         self._write(self._text(stage, detail), end=not self.tty)
 
+    def say(self, text: str) -> None:
+        """One line that must be seen now (a trust-on-first-use pin), on its own line."""
+        self._write(text, end=True)
+
     def download(self, name: str, done: int, total: int | None) -> None:
         """A download's progress (the data store's Progress); its end is always said, once."""
         size = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"

@@ -41,6 +41,8 @@ class Settings:
     manifest: Path | None
     inputs: dict[str, Path]
     offline: bool
+    download_stall: float
+    download_timeout: float
     skip_warmup: bool
     lowmem_warmup: str
     preset: str
@@ -287,6 +289,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
         manifest=path("manifest"),
         inputs=inputs,
         offline=bool(raw["offline"][0]),
+        download_stall=_float(*raw["download-stall"]),
+        download_timeout=_float(*raw["download-timeout"]),
         allow_missing=bool(raw["allow-missing"][0]),
         requested=any(not where.startswith("default of") for _, where in raw.values()),
         skip_warmup=bool(raw["skip-warmup"][0]),
