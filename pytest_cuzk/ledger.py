@@ -61,7 +61,10 @@ class MetricLedger:
         last = self._last.get(generation)
         if last is not None and any(values.get(k, 0.0) < v for k, v in last.items()):
             self._close(generation)
-            self.restarts_seen.append(f"{backend.label}: its proof counters went down (restarted)")
+            self.restarts_seen.append(
+                f"{backend.label}: its proof counters went down: it restarted outside the plugin "
+                "(the totals add what it counted before and after)"
+            )
         self._first.setdefault(generation, values)
         self._last[generation] = values
 

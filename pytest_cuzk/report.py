@@ -122,7 +122,7 @@ def summary_lines(session: CuzkSession) -> list[str]:
     lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
     lines += _cold_lines(session.colds.values())
     lines += [f"data: {n}" for data in session.data_sets() for n in data.notes]
-    lines += [f"note: {n}" for n in session.notes]
+    lines += [f"note: {n}" for n in [*session.notes, *session.ledger.restarts_seen]]
     for label, totals in session.ledger.totals().items():
         deltas = metric_deltas(totals)
         if deltas:

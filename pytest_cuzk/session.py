@@ -166,17 +166,16 @@ class CuzkSession:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Check ``cuzk_kinds`` markers, and group cuzk tests so a spawned daemon restarts once per size."""
         from .cases import order_items
-        from .wire.kinds import by_name
 
-        for item in items:
-            for mark in item.iter_markers("cuzk_kinds"):
-                for name in mark.args:
-                    try:
-                        by_name(str(name))
-                    except KeyError as exc:
-                        raise pytest.UsageError(
-                            f"{item.nodeid}: @pytest.mark.cuzk_kinds: {exc.args[0]}"
-                        ) from None
+        bad = [
+            f"{item.nodeid}: @pytest.mark.cuzk_kinds: {why}"
+            for item in items
+            for mark in item.iter_markers("cuzk_kinds")
+            for name in mark.args
+            if (why := _kind_problem(str(name)))
+        ]
+        if bad:  # a usage error, said as one (not an INTERNALERROR)
+            pytest.exit("; ".join(bad), returncode=pytest.ExitCode.USAGE_ERROR)
         order_items(items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -185,9 +184,8 @@ class CuzkSession:
         from .wire.kinds import by_name
 
         kinds = {c.kind.name for c in (item_case(i) for i in session.items) if c is not None}
-        kinds |= {
-            by_name(k).name for i in session.items for m in i.iter_markers("cuzk_kinds") for k in m.args
-        }
+        marked = (str(k) for i in session.items for m in i.iter_markers("cuzk_kinds") for k in m.args)
+        kinds |= {by_name(k).name for k in marked if _kind_problem(k) is None}  # the rest stop the run
         if kinds:
             self.selected_kinds = kinds
 
@@ -318,3 +316,13 @@ def _first_line(report: pytest.TestReport) -> str:
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     lines = [line for line in report.longreprtext.splitlines() if line.strip()]
     return lines[-1].strip() if lines else "setup failed"
+
+
+def _kind_problem(name: str) -> str | None:
+    from .wire.kinds import by_name
+
+    try:
+        by_name(name)
+    except KeyError as exc:
+        return str(exc.args[0])
+    return None

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
 
 from .options import OPTIONS, REF_PRESETS, option_value
 from .wire.kinds import KINDS, by_name
@@ -231,6 +237,13 @@ def check_paths(s: Settings) -> None:
     ):
         if path is not None and not path.is_file():
             raise pytest.UsageError(f"{flag} {path} does not exist (or is not a file): fix the path")
+    if s.config is not None:
+        try:
+            tomllib.loads(s.config.read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise pytest.UsageError(
+                f"--cuzk-config {s.config} is not valid TOML ({exc}): fix the file"
+            ) from None
     for kind, path in s.inputs.items():
         if not path.is_file():
             raise pytest.UsageError(f"--cuzk-input {kind}={path}: no such file; fix the path")

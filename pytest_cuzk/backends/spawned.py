@@ -16,7 +16,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from ..errors import DaemonExited
+from ..errors import DaemonExited, ReadinessError
 from ..progress import StatusLine
 from ..records import HostRecord
 from ..settings import Settings
@@ -148,8 +148,10 @@ class SpawnedDaemon:
         if lowmem:
             for section, values in LOWMEM_OVERRIDES.items():
                 overrides.setdefault(section, {}).update(values)
-        self.process = DaemonProcess(self.argv(), workdir, daemon_config(self.settings.config, overrides))
-        self.process.start()
+        config = daemon_config(self.settings.config, overrides)
+        process = DaemonProcess(self.argv(), workdir, config, base_config=self.settings.config)
+        process.start()  # raises DaemonExited naming the binary when it cannot even start
+        self.process = process
         timeout = self.settings.start_timeout
         with status.stage(
             f"{self.label}: starting the daemon{' (low-memory config)' if lowmem else ''}", timeout
@@ -191,8 +193,16 @@ class SpawnedDaemon:
     def cache_lock(self, kind: ProofKindInfo) -> AbstractContextManager[object]:
         """Serialise setup and PCE writing of one circuit across daemons sharing a param cache (xdist)."""
         cache = self.param_cache()
-        cache.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(cache / f".pytest-cuzk-{kind.circuit_id}.lock"))
+        lock = cache / f".pytest-cuzk-{kind.circuit_id}.lock"
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            lock.touch()
+        except OSError as exc:
+            raise ReadinessError(
+                f"cannot write {lock} in the param cache {cache}: {exc.strerror}; "
+                "pass --cuzk-param-cache with a directory you can write"
+            ) from None
+        return FileLock(str(lock))
 
     def host_record(self) -> HostRecord:
         return HostRecord.this_host()
