@@ -185,11 +185,11 @@ def cuzk_daemon(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> Da
 
 
 @pytest.fixture
-def cuzk_client(cuzk_daemon: DaemonInfo) -> Generator[ProvingClient, None, None]:
-    """A gRPC client connected to the daemon under test."""
+def cuzk_client(cuzk_session: CuzkSession, cuzk_daemon: DaemonInfo) -> Generator[ProvingClient, None, None]:
+    """A gRPC client connected to the daemon under test; calls are bounded by --cuzk-proof-timeout."""
     from .client import ProvingClient
 
-    with ProvingClient(cuzk_daemon.address) as client:
+    with ProvingClient(cuzk_daemon.address, default_timeout=cuzk_session.settings.call_timeout) as client:
         yield client
 
 

@@ -228,6 +228,8 @@ class CuzkSession:
             since = offset if backend.log is log else 0  # a restarted daemon has a new log
             report.sections.append(("cuzk daemon log", backend.log.log_tail(60, since=since)))
             self.workspace.keep = True  # keep the log the messages point to
+        if report.when == "call" and call.excinfo is not None:
+            self._after_a_timeout(item, backend, call.excinfo.value)
         if report.when == "call":
             for cold in backend.state.cold:
                 key = f"{self.worker}/{backend.label}/{cold.batch_size}/{cold.start_s}"
@@ -239,6 +241,22 @@ class CuzkSession:
         if report.when == "teardown":
             self.ledger.observe(backend)
         return report
+
+    def _after_a_timeout(self, item: pytest.Item, backend: DaemonBackend, error: BaseException) -> None:
+        """A test's own call to the daemon timed out: a hung daemon, or a proof it cannot cancel.
+
+        Either way the daemon is not trusted with the next test: a hung one is killed (or,
+        attached, taken out of the run), one still busy with the proof restarted likewise.
+        """
+        from .errors import DeadlineExceeded, ProofTimeout
+
+        if not isinstance(error, (ProofTimeout, DeadlineExceeded)) or not backend.alive():
+            return
+        seen = backend.health(self.settings.probe_timeout)
+        if seen is not None:
+            backend.hung(f"daemon hung: {seen} after a call timed out in {item.name}")
+        else:
+            backend.take_out(f"a call timed out in {item.name} ({error}); cuzk cannot cancel it")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the figures every test (on any worker) reported, and what did not run and why."""
