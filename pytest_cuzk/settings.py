@@ -253,9 +253,10 @@ def check_paths(s: Settings) -> None:
 
 
 def default_data_dir() -> Path:
-    """The user's cache dir for test data (XDG_CACHE_HOME honoured)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-cuzk"
+    """The user's cache dir for test data (XDG_CACHE_HOME honoured); cuzk-ref keeps its params there too."""
+    from .wire.paths import user_cache_dir
+
+    return user_cache_dir()
 
 
 def resolve_settings(config: pytest.Config) -> Settings:

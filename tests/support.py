@@ -37,17 +37,20 @@ class RefDaemons:
 
 
 @contextmanager
-def ref_daemons(tmp_path: Path, count: int = 1) -> Iterator[RefDaemons]:
-    """Generate data once and start ``count`` cuzk-ref daemons on unix sockets sharing a param cache."""
+def ref_daemons(tmp_path: Path, count: int = 1, config: str = "") -> Iterator[RefDaemons]:
+    """Generate data once and start ``count`` cuzk-ref daemons on unix sockets sharing a param cache.
+
+    ``config`` is added to their TOML (``[ref]`` or ``[ref.faults]`` tables).
+    """
     cli = [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
     data, params = tmp_path / "data", tmp_path / "params"
     subprocess.run([*cli, "gen-data", str(data)], check=True, stdout=subprocess.DEVNULL)
-    config = tmp_path / "ref.toml"
-    config.write_text(f'[srs]\nparam_cache = "{params}"\n')
+    toml = tmp_path / "ref.toml"
+    toml.write_text(f'[srs]\nparam_cache = "{params}"\n{config}')
     addresses = [f"unix://{tmp_path / f'ref{i}.sock'}" for i in range(count)]
     procs = [
         subprocess.Popen(
-            [*cli, "-c", str(config), "-l", addr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            [*cli, "-c", str(toml), "-l", addr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         for addr in addresses
     ]
@@ -55,5 +58,5 @@ def ref_daemons(tmp_path: Path, count: int = 1) -> Iterator[RefDaemons]:
         yield RefDaemons(addresses, data / "manifest.toml", params, procs)
     finally:
         for proc in procs:
-            proc.terminate()
+            proc.terminate()  # SIGTERM: stops either personality
             proc.wait(10)

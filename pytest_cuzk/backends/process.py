@@ -276,13 +276,17 @@ class DaemonProcess:
             )
         return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}, last lines:\n{tail}"
 
-    def wait_answering(self, timeout_s: float, tick: Callable[[], None]) -> float:
-        """Poll GetStatus until it answers; fail at once if the process exits first. Returns seconds."""
+    def wait_answering(self, timeout_s: float, tick: Callable[[], None] | None = None) -> float:
+        """Poll GetStatus until it answers; fail at once if the process exits first. Returns seconds.
+
+        ``tick`` is called on every poll, for a live line on the terminal.
+        """
         deadline = time.monotonic() + timeout_s
         delay = 0.05
         last = ""
         while True:
-            tick()
+            if tick is not None:
+                tick()
             if not self.alive():
                 raise DaemonExited(f"daemon exited before it answered: {self.exit_message()}")
             try:
