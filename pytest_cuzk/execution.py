@@ -39,6 +39,8 @@ class CaseExecution:
         from .session import FIGURES_KEY
 
         result = self.measure(case)
+        errors = [p.error for p in result.failed]
+        result.known_issue = self.backend.profile().known_issue(case.kind.name, case.batch_size, errors)
         if any(p.timed_out for p in result.proofs):
             self.backend.take_out(f"a {case.kind.name} proof timed out in {self.item.name}")
         figures = result.figures(self.item.name)

@@ -100,13 +100,11 @@ def _measured_lines(session: CuzkSession) -> list[str]:
     return lines
 
 
-def _not_run_lines(not_run: list[tuple[str, str]]) -> list[str]:
-    """First, what did not run: a CI log reader must not take a short table for a full one."""
-    if not not_run:
+def _listed(head: str, tests: list[tuple[str, str]]) -> list[str]:
+    """``head`` with how many tests, then each test and why."""
+    if not tests:
         return []
-    lines = [f"DID NOT RUN: {len(not_run)} cuzk test(s)"]
-    lines += [f"  {nodeid.rpartition('::')[2]}: {why}" for nodeid, why in not_run]
-    return lines
+    return [f"{head}: {len(tests)} cuzk test(s)", *(f"  {n.rpartition('::')[2]}: {why}" for n, why in tests)]
 
 
 def summary_lines(session: CuzkSession) -> list[str]:
@@ -118,7 +116,9 @@ def summary_lines(session: CuzkSession) -> list[str]:
         + [m.fmt(m.value(f)) for m in metrics]
         for f in session.rows
     ]
-    lines = _not_run_lines(session.not_run) + _measured_lines(session)
+    # First what did not run or failed as a known bug: a reader must not take a short table for a full one
+    lines = _listed("DID NOT RUN", session.not_run) + _listed("KNOWN ENGINE BUG (xfail)", session.known)
+    lines += _measured_lines(session)
     lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
     lines += _cold_lines(session.colds.values())
     lines += [f"data: {n}" for data in session.data_sets() for n in data.notes]

@@ -69,6 +69,7 @@ class CaseResult:
     proofs: list[ProofRecord] = field(default_factory=list)
     wall_s: float = 0.0
     memory: MemoryReport | None = None
+    known_issue: str | None = None  # the engine's known bug that explains every failure
 
     @property
     def ok(self) -> list[ProofRecord]:

@@ -52,6 +52,7 @@ class CuzkSession:
         self.colds: dict[str, dict[str, Any]] = {}
         self.notes: list[str] = []
         self.not_run: list[tuple[str, str]] = []  # (nodeid, why) of cuzk tests whose setup failed or skipped
+        self.known: list[tuple[str, str]] = []  # (nodeid, why) of cases failing with a known engine bug
         self.interrupted = False
         self._choice: DaemonChoice | None = None
         self._data: dict[Path | None, TestData] = {}
@@ -271,6 +272,8 @@ class CuzkSession:
                 continue
             elif name == "cuzk_figures" and isinstance(value, dict):
                 self.rows.append(Figures.from_dict(value))
+                if getattr(report, "wasxfail", None):
+                    self.known.append((report.nodeid, str(report.wasxfail)))
             elif name == "cuzk_cold" and isinstance(value, dict):
                 self.colds[value["key"]] = value
 

@@ -125,3 +125,25 @@ def test_only_a_pce_written_since_the_start_counts_for_cuzk(
         )  # fmt: skip
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*PCE file {cache / winning.pce_file} did not appear within 3s*"])
+
+
+SPLIT = "FAILED: proof split failed: proof bytes length mismatch: got 3072, expected 0"
+
+
+@pytest.mark.parametrize(
+    ("profile", "kind", "batch", "errors", "known"),
+    [
+        (CuzkProfile("cuzk"), "snap", 2, [SPLIT, SPLIT], True),
+        (RefProfile("default", None, Path("."), behave="cuzk"), "snap", 4, [SPLIT], True),
+        (CuzkProfile("cuzk"), "snap", 2, [SPLIT, "FAILED: out of memory"], False),
+        (CuzkProfile("cuzk"), "snap", 2, [], False),
+        (CuzkProfile("cuzk"), "snap", 1, [SPLIT], False),
+        (CuzkProfile("cuzk"), "porep", 2, [SPLIT], False),
+        (RefProfile("default", None, Path("."), behave="protocol"), "snap", 2, [SPLIT], False),
+    ],
+    ids=["cuzk", "ref-as-cuzk", "another-error-too", "no-failure", "batch1", "porep", "protocol"],
+)
+def test_only_cuzks_batched_snapdeals_failure_is_a_known_bug(profile, kind, batch, errors, known) -> None:
+    reason = profile.known_issue(kind, batch, errors)
+    assert (reason is not None) == known
+    assert reason is None or "--cuzk-batch-sizes=1" in reason

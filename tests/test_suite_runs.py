@@ -2,9 +2,10 @@
 
 One full run per path (the reference-engine backend, and cuzk-ref spawned as any cuzk binary),
 behaving as cuzk; the protocol personality on ``-k`` subsets. Behaving as cuzk, a SnapDeals
-batch fails as cuzk's does, and the suite says so. Each case takes the sectors in turn with a
-fresh request id per proof: a reused id would get the stored proof of another sector, which
-does not verify. Planted wrong proofs (one that does not verify, two swapped in a batch) fail.
+batch fails as cuzk's does: the suite marks it xfail as cuzk's known bug, and says so. Each
+case takes the sectors in turn with a fresh request id per proof: a reused id would get the
+stored proof of another sector, which does not verify. Planted wrong proofs (one that does not
+verify, two swapped in a batch) fail.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ SUITE_FILES = {
     "test_prove": (SUITE / "test_prove.py").read_text(),
     "test_daemon": (SUITE / "test_daemon.py").read_text(),
 }
-SNAP_BATCH = "test_prove[snap-batch2-j1]"
-SPLIT_FAILED = "*snap-batch2-j1*proof split failed: proof bytes length mismatch*"
+KNOWN = [  # "?" for the brackets, which fnmatch reads as a character class
+    "KNOWN ENGINE BUG (xfail): 1 cuzk test(s)",
+    "  test_prove?snap-batch2-j1?: known cuzk bug: SnapDeals*proof split failed*",
+]
+# cuzk's 10 s wait for a batch's company, shortened as a user's base config may
+SHORT_BATCH_WAIT = "[scheduler]\nmax_batch_wait_ms = 300\n"
 
 
 def _cuzk_ref() -> str:
@@ -47,16 +52,18 @@ def spawn_home(tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPat
 
 def test_the_whole_suite_against_the_reference_engine_behaving_as_cuzk(inner) -> None:
     result = inner(SUITE_FILES, timeout=600)
-    result.assert_outcomes(passed=17, failed=1)
-    result.stdout.fnmatch_lines([f"FAILED *{SNAP_BATCH}*"])
-    assert "proof split failed" in result.stdout.str()
+    result.assert_outcomes(passed=17, xfailed=1)
+    result.stdout.fnmatch_lines(KNOWN)
 
 
-def test_the_whole_suite_against_cuzk_ref_spawned_as_a_cuzk_binary(inner, spawn_home: None) -> None:
-    result = inner(SUITE_FILES, "--cuzk-daemon=spawn", f"--cuzk-binary={_cuzk_ref()}", timeout=600)
+def test_the_whole_suite_against_cuzk_ref_spawned_as_a_cuzk_binary(
+    inner, tmp_path: Path, spawn_home: None
+) -> None:
+    args = ["--cuzk-daemon=spawn", f"--cuzk-binary={_cuzk_ref()}", _config(tmp_path, SHORT_BATCH_WAIT)]
+    result = inner(SUITE_FILES, *args, timeout=600)
     result.stdout.fnmatch_lines(["cuzk: daemon mode spawn (--cuzk-daemon=spawn)"])
-    result.assert_outcomes(passed=17, failed=1)
-    result.stdout.fnmatch_lines([f"FAILED *{SNAP_BATCH}*"])
+    result.assert_outcomes(passed=17, xfailed=1)
+    result.stdout.fnmatch_lines(KNOWN)
 
 
 def test_the_protocol_personality_proves_snapdeals_batches(inner, tmp_path: Path) -> None:

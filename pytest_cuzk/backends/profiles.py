@@ -8,6 +8,8 @@ such metric). ``detect_profile`` reads it; anything without it is a cuzk.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..client import ProvingClient
@@ -15,9 +17,41 @@ from ..errors import CuzkError
 from ..wire.kinds import ProofKindInfo
 from .protocol import EngineProfile, Verifier
 
-__all__ = ["INFO_METRIC", "CuzkProfile", "detect_profile"]
+__all__ = ["CUZK_KNOWN_ISSUES", "INFO_METRIC", "CuzkProfile", "KnownIssue", "detect_profile", "known_issue"]
 
 INFO_METRIC = "cuzk_ref_info"
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    """A bug of the engine a case meets: the case is expected to fail, but only with this error."""
+
+    kind: str
+    min_batch_size: int
+    error: str
+    reason: str
+
+
+CUZK_KNOWN_ISSUES = (
+    KnownIssue(
+        "snap",
+        2,
+        "proof split failed: proof bytes length mismatch",
+        "known cuzk bug: SnapDeals requests batched together (scheduler.max_batch_size > 1) all fail;"
+        " prove SnapDeals with --cuzk-batch-sizes=1",
+    ),
+)
+
+
+def known_issue(
+    issues: Sequence[KnownIssue], kind: str, batch_size: int, errors: Sequence[str]
+) -> str | None:
+    """The reason of the issue every one of ``errors`` is, if there are errors and one issue covers them."""
+    for issue in issues:
+        matches = kind == issue.kind and batch_size >= issue.min_batch_size
+        if matches and errors and all(issue.error in e for e in errors):
+            return issue.reason
+    return None
 
 
 class CuzkProfile:
@@ -41,6 +75,9 @@ class CuzkProfile:
 
     def preset(self) -> str | None:
         return None
+
+    def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
+        return known_issue(CUZK_KNOWN_ISSUES, kind, batch_size, errors)
 
 
 def detect_profile(

@@ -125,6 +125,9 @@ class EngineProfile(Protocol):
     def preset(self) -> str | None:
         """The reference engine's circuit-size preset; None for a real cuzk."""
 
+    def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
+        """Why these failures are a known bug of the engine (the case is expected to fail); else None."""
+
 
 class Prepare(Protocol):
     """The readiness chain, as a backend that restarts its daemon runs it; ``status`` shows its waits."""

@@ -8,6 +8,7 @@ the reference engine.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from .. import __version__
 from ..proto import pb
 from ..wire.kinds import ProofKindInfo
 from .process import daemon_config
+from .profiles import CUZK_KNOWN_ISSUES, known_issue
 from .protocol import EngineProfile, Mode, PceRule, Verifier
 from .spawned import SpawnedDaemon
 
@@ -77,6 +79,12 @@ class RefProfile:
 
     def preset(self) -> str | None:
         return self._preset
+
+    def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
+        """Behaving as cuzk it has cuzk's bugs; the protocol personality has none."""
+        if self.behave == "protocol":
+            return None
+        return known_issue(CUZK_KNOWN_ISSUES, kind, batch_size, errors)
 
 
 class ReferenceEngine(SpawnedDaemon):
