@@ -167,16 +167,20 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def _send(self, body: bytes, delay_s: float, trickle_s: float) -> None:
+            """Send ``body`` slowly as asked; a client that gave up on it (tests make it) is no error."""
             step = 1 if trickle_s else CHUNK
-            for offset in range(0, len(body), step):
-                if trickle_s:
-                    self.wfile.write(body[offset : offset + 1])
-                    self.wfile.flush()
-                    time.sleep(trickle_s)
-                    continue
-                if delay_s:
-                    time.sleep(delay_s)
-                self.wfile.write(body[offset : offset + CHUNK])
+            try:
+                for offset in range(0, len(body), step):
+                    if trickle_s:
+                        self.wfile.write(body[offset : offset + 1])
+                        self.wfile.flush()
+                        time.sleep(trickle_s)
+                        continue
+                    if delay_s:
+                        time.sleep(delay_s)
+                    self.wfile.write(body[offset : offset + CHUNK])
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
 
         def log_message(self, format: str, *args: object) -> None:
             """Keep test output quiet."""
