@@ -156,6 +156,15 @@ def option_value(config: pytest.Config, opt: Option) -> tuple[Any, str]:
     return opt.default, f"default of {opt.flag}"
 
 
+CASE_FIXTURES = ("cuzk_case", "cuzk_kind")  # what a suite case asks for: here, to be checked without imports
+
+
+def uses_cuzk(item: pytest.Item) -> bool:
+    """Whether a collected test asks for the plugin: a ``cuzk_*`` fixture or a ``cuzk_kinds`` marker."""
+    names = getattr(item, "fixturenames", ())
+    return any(n.startswith("cuzk_") for n in names) or item.get_closest_marker("cuzk_kinds") is not None
+
+
 def requested(config: pytest.Config) -> bool:
     """Whether any cuzk option is set by flag, environment or ini: the run is about a daemon."""
     return any(not option_value(config, opt)[1].startswith("default of") for opt in OPTIONS)

@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 import pytest
 
 from .backends.workspace import Workspace
+from .options import CASE_FIXTURES, uses_cuzk
 
 if TYPE_CHECKING:
     from .backends.choice import DaemonChoice
@@ -52,6 +53,7 @@ class CuzkSession:
         self.colds: dict[str, dict[str, Any]] = {}
         self.notes: list[str] = []
         self.not_run: list[tuple[str, str]] = []  # (nodeid, why) of cuzk tests whose setup failed or skipped
+        self.collected = False  # whether any collected test uses the plugin
         self.known: list[tuple[str, str]] = []  # (nodeid, why) of cases failing with a known engine bug
         self.interrupted = False
         self._choice: DaemonChoice | None = None
@@ -154,10 +156,10 @@ class CuzkSession:
 
     # --- collection -------------------------------------------------------------------------------
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        from .cases import CASE_FIXTURES, case_params
-
         for name in CASE_FIXTURES:
             if name in metafunc.fixturenames:
+                from .cases import case_params
+
                 choice = self.choice
                 labels = [b.label for b in choice.backends]
                 params = case_params(labels, choice.mode == "attach", self.settings, name == "cuzk_kind")
@@ -166,6 +168,9 @@ class CuzkSession:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Check ``cuzk_kinds`` markers, and group cuzk tests so a spawned daemon restarts once per size."""
+        self.collected = any(uses_cuzk(item) for item in items)
+        if not self.collected:
+            return  # nothing of cuzk here: not even its modules are loaded
         from .cases import order_items
 
         bad = [
@@ -181,6 +186,8 @@ class CuzkSession:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Only the kinds the run selected (``-k porep``, ``cuzk_kinds`` markers) get preload and warm-up."""
+        if not self.collected:
+            return
         from .cases import item_case
         from .wire.kinds import by_name
 

@@ -84,6 +84,9 @@ def child(tmp_path: Path) -> Iterator[Child]:
 def sample(child: Child, actions: list[str], interval_s: float = 0.02, hold_s: float = 0.3) -> MemoryReport:
     sampler = DaemonSampler(child.pid, interval_s=interval_s, nvml=False)
     sampler.start()
+    deadline = time.monotonic() + 10
+    while sampler.rss_peak_so_far() is None and time.monotonic() < deadline:
+        time.sleep(0.005)  # the baseline is sampled before the first action, however loaded the machine
     time.sleep(interval_s * 2)
     for action in actions:
         sampler.mark(action)
@@ -113,7 +116,10 @@ def test_vmhwm_catches_a_spike_that_slow_polling_can_miss(child: Child) -> None:
     baseline = report.series.rss_bytes[0]
     assert report.rss_hwm_peak_bytes is not None
     assert report.rss_hwm_peak_bytes - baseline >= 0.97 * 150 * MB, "the kernel high-water mark saw the spike"
-    assert report.rss_hwm_peak_bytes >= report.rss_peak_bytes
+    # The kernel keeps RSS in per-CPU counters that it folds in batches, so VmHWM and a polled RSS can
+    # disagree by a few hundred KiB; the figure we report takes the larger of the two.
+    assert report.rss_hwm_peak_bytes >= report.rss_peak_bytes - 2 * MB
+    assert report.rss_effective_peak_bytes - baseline >= 0.97 * 150 * MB, "the reported peak has the spike"
 
 
 def test_clear_refs_resets_the_peak_per_window(child: Child) -> None:
@@ -135,7 +141,7 @@ def test_process_tree_includes_children_and_grandchildren(child: Child) -> None:
     growth = report.rss_peak_bytes - report.series.rss_bytes[0]
     assert within(growth, 150 * MB, 0.05), f"tree grew {growth / MB:.1f} MB, expected 150 MB over 3 processes"
     assert report.rss_hwm_peak_bytes is not None
-    assert report.rss_hwm_peak_bytes >= report.rss_peak_bytes
+    assert report.rss_hwm_peak_bytes >= report.rss_peak_bytes - 2 * MB  # per-CPU counter slack, as above
 
 
 def test_daemon_exiting_mid_sampling_is_reported_not_raised(child: Child) -> None:
