@@ -1,9 +1,10 @@
-"""Repository-level pytest configuration: pytester for the plugin's own tests, and opt-in figures.
+"""Repository-level pytest configuration: opt-in figures (pytester comes from addopts in pyproject).
 
 The benchmarks under ``tests/benchmarks`` measure and print figures (and check the targets
 they state); they take minutes, so ``pytest tests`` leaves them out unless ``--figures`` is given.
-In ``pytest tests`` the suite only has to run, so its cases prove twice each; ``pytest`` (the
-suite alone) measures with the plugin's own defaults.
+The packaged suite (``tests/suite``, what ``pytest`` runs from the repository root) is run by
+``tests/test_suite_runs.py`` against both personalities of cuzk-ref, so ``pytest tests`` does not
+also run it against whatever ``--cuzk-daemon=auto`` finds.
 """
 
 from __future__ import annotations
@@ -12,20 +13,8 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
 BENCHMARKS = Path(__file__).parent / "tests" / "benchmarks"
 SUITE = Path(__file__).parent / "tests" / "suite"
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    """Before the plugin reads its options: two proofs a suite case when the plugin's own tests run too."""
-    paths = [Path(str(arg).split("::")[0]).resolve() for arg in config.args]
-    if any(path in SUITE.parents for path in paths):  # e.g. pytest tests, not pytest tests/suite
-        for dest in ("cuzk_proofs", "cuzk_max_proofs"):
-            if getattr(config.option, dest, None) is None:
-                setattr(config.option, dest, "2")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,12 +26,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--figures"):
-        return
-    benchmarks = [item for item in items if BENCHMARKS in item.path.parents]
-    if benchmarks:
-        config.hook.pytest_deselected(items=benchmarks)
-        items[:] = [item for item in items if item not in benchmarks]
+    own_tests = [item for item in items if SUITE not in item.path.parents]
+    # Only when the plugin's own tests run: `pytest tests/suite` (or `pytest`) runs the suite itself.
+    left_out = [item for item in items if SUITE in item.path.parents] if own_tests else []
+    if not config.getoption("--figures"):
+        left_out += [item for item in items if BENCHMARKS in item.path.parents]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .settings import Settings
+from .options import CASE_FIXTURES
 from .wire.kinds import KINDS, ProofKindInfo
 
-__all__ = ["CASE_FIXTURES", "Case", "case_params", "item_case", "order_items"]
+if TYPE_CHECKING:  # settings are resolved only in a run that asks for cuzk
+    from .settings import Settings
 
-CASE_FIXTURES = ("cuzk_case", "cuzk_kind")
+__all__ = ["Case", "case_params", "item_case", "order_items"]
 
 
 @dataclass(frozen=True)

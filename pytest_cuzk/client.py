@@ -21,6 +21,7 @@ from typing import TypeVar
 import grpc
 from prometheus_client.parser import text_string_to_metric_families
 
+from .errormap import map_grpc_errors
 from .errors import (
     DaemonUnavailable,
     DeadlineExceeded,
@@ -29,7 +30,6 @@ from .errors import (
     ProofTimeout,
     RpcError,
     Unimplemented,
-    map_grpc_errors,
 )
 from .proto import pb, pb_grpc
 from .wire.addresses import parse_address
@@ -252,8 +252,12 @@ class ProvingClient:
         resp = self._call("SubmitProof", request, pb.SubmitProofResponse, timeout)
         return SubmitResult(resp.job_id, resp.queue_position, resp.assigned_gpu, resp)
 
-    def await_proof(self, job_id: str, timeout_s: float) -> ProofResult:
-        """Wait for a job at most ``timeout_s`` (+ AWAIT_MARGIN_S), whatever the daemon does with it."""
+    def await_proof(self, job_id: str, timeout_s: float | None = None) -> ProofResult:
+        """Wait for a job at most ``timeout_s`` (+ AWAIT_MARGIN_S), whatever the daemon does with it.
+
+        Without ``timeout_s``, the client's default (``cuzk_client``'s: --cuzk-proof-timeout).
+        """
+        timeout_s = self.default_timeout if timeout_s is None else timeout_s
         request = pb.AwaitProofRequest(job_id=job_id, timeout_ms=max(1, round(timeout_s * 1000)))
         bound = timeout_s + AWAIT_MARGIN_S
         resp, wall = self._bounded("AwaitProof", request, pb.AwaitProofResponse, job_id, timeout_s, bound)
@@ -261,8 +265,9 @@ class ProvingClient:
             raise ProofTimeout(job_id, wall, timeout_s, self.address)
         return ProofResult.from_pb(resp, wall, self.address)
 
-    def prove(self, request: pb.SubmitProofRequest, timeout_s: float) -> ProofResult:
+    def prove(self, request: pb.SubmitProofRequest, timeout_s: float | None = None) -> ProofResult:
         """Submit and wait in one call (cuzk reports job_id "" here when request_id was empty)."""
+        timeout_s = self.default_timeout if timeout_s is None else timeout_s
         prove = pb.ProveRequest(submit=request)
         resp, wall = self._bounded("Prove", prove, pb.ProveResponse, request.request_id, timeout_s, timeout_s)
         return ProofResult.from_pb(resp.result, wall, self.address)

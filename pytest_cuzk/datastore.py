@@ -14,35 +14,27 @@ import hashlib
 import json
 import logging
 import os
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import requests
 from filelock import FileLock
 
+from .download import Failed, Retry, Transfer, forget_part
 from .errors import DataUnavailable
 from .manifest import DataEntry, Manifest
-from .progress import Progress, ProgressLine
+from .progress import Progress, StatusLine
 from .wire.files import atomic_write, file_sha256
 from .wire.kinds import by_name
+from .wire.vanilla import format_problem
 
 __all__ = ["DataStore"]
 
 log = logging.getLogger(__name__)
 
 GEN_VANILLA = {"winning": "winning-post", "wpost": "window-post", "snap": "snap-prove"}
-NET_CHUNK = 64 << 10  # a cut transfer loses at most one chunk of what arrived
 ATTEMPTS = 3
-
-
-class _Retry(Exception):
-    """The transfer broke off; the .part file keeps what arrived and the next request resumes it."""
-
-
-class _Failed(Exception):
-    """The download cannot succeed now (HTTP error, unreachable host)."""
 
 
 class DataStore:
@@ -57,12 +49,16 @@ class DataStore:
         *,
         offline: bool = False,
         progress: Progress | None = None,
-        timeout_s: float = 30.0,
+        say: Callable[[str], None] | None = None,
+        stall_s: float = 60.0,
+        deadline_s: float = 3600.0,
     ) -> None:
+        """``say`` puts a line on the terminal at once (the first pin of a file's sha256)."""
         self.cache_dir = Path(cache_dir)
         self.offline = offline
-        self.progress: Progress = progress if progress is not None else ProgressLine()
-        self.timeout_s = timeout_s
+        line = StatusLine()
+        self.transfer = Transfer(progress if progress is not None else line.download, stall_s, deadline_s)
+        self.say = say if say is not None else line.say
         self.notes: list[str] = []
 
     def ensure_all(self, manifest: Manifest, kinds: Iterable[str]) -> dict[str, list[Path] | DataUnavailable]:
@@ -162,13 +158,16 @@ class DataStore:
         return self.cache_dir / ".verified" / f"{name}.json", stamp
 
     def _pin(self, path: Path, entry: DataEntry, manifest: Manifest, sha: str) -> None:
+        """Trust on first use: record the sha256 later runs are held to, and say so now."""
         pin = _pin_path(path)
         _write_json(pin, {"sha256": sha, "size": path.stat().st_size, "url": entry.url})
-        self._note(
-            f"{entry.file}: {manifest.path} [{entry.entry_key}] has no sha256; recorded the observed sha256 "
-            f'{sha} in {pin} and later runs must match it (add sha256 = "{sha}" to the manifest to pin it '
-            "for everyone)"
+        message = (
+            f"{entry.file}: {manifest.path} [{entry.entry_key}] has no sha256; trusting it on first use: "
+            f'recorded sha256 {sha} in {pin} and later runs must match it (add sha256 = "{sha}" to the '
+            "manifest to pin it for everyone)"
         )
+        self.say(f"cuzk: {message}")
+        self._note(message)
 
     def _download(self, entry: DataEntry, manifest: Manifest, dest: Path, url: str) -> Path:
         part = dest.with_name(dest.name + ".part")
@@ -176,47 +175,23 @@ class DataStore:
         with requests.Session() as session:
             for _ in range(ATTEMPTS):
                 try:
-                    self._fetch(session, url, entry.file, part)
-                    break
-                except _Retry as exc:
+                    announced = self.transfer.fetch(session, url, entry.file, part)
+                    return self._place(part, dest, entry, manifest, announced)
+                except Retry as exc:
                     failure = str(exc)
-                except _Failed as exc:
+                except Failed as exc:
                     raise self._unavailable(entry, manifest, str(exc), self._hint(entry, manifest)) from exc
-            else:
-                reason = f"the download from {url} broke off {ATTEMPTS} times ({failure})"
-                raise self._unavailable(entry, manifest, reason, self._hint(entry, manifest))
-        return self._place(part, dest, entry, manifest)
+        reason = f"the download from {url} broke off {ATTEMPTS} times ({failure})"
+        raise self._unavailable(entry, manifest, reason, self._hint(entry, manifest))
 
-    def _fetch(self, session: requests.Session, url: str, name: str, part: Path) -> None:
-        offset = part.stat().st_size if part.exists() else 0
-        headers = {"Accept-Encoding": "identity"} | ({"Range": f"bytes={offset}-"} if offset else {})
-        try:
-            resp = session.get(url, headers=headers, stream=True, timeout=self.timeout_s)
-        except requests.RequestException as exc:
-            raise _Failed(f"cannot reach {url}: {exc}") from exc
-        with resp:
-            start, total = _content_range(resp)
-            if resp.status_code == 416 or (resp.status_code == 206 and start != offset):
-                part.unlink(missing_ok=True)
-                raise _Retry(f"{url} could not resume at byte {offset}; starting over")
-            if resp.status_code not in (200, 206):
-                raise _Failed(f"{url} answered HTTP {resp.status_code} {resp.reason}")
-            if resp.status_code == 200:
-                offset = 0  # the server ignored Range: start over
-            done = offset
-            with part.open("ab" if offset else "wb") as fh:
-                try:
-                    for chunk in resp.iter_content(NET_CHUNK):
-                        fh.write(chunk)
-                        done += len(chunk)
-                        self.progress(name, done, total)
-                except requests.RequestException as exc:
-                    raise _Retry(f"transfer broke off after {done} bytes: {exc}") from exc
-        if total is not None and done < total:
-            raise _Retry(f"transfer ended after {done} of {total} bytes")
+    def _place(
+        self, part: Path, dest: Path, entry: DataEntry, manifest: Manifest, announced: int | None
+    ) -> Path:
+        """Check the ``.part`` against size, sha256 or (with neither pinned) its format; rename it into place.
 
-    def _place(self, part: Path, dest: Path, entry: DataEntry, manifest: Manifest) -> Path:
-        """Check the downloaded .part against size and sha256, then rename it into place."""
+        A file whose sha256 nothing pins is trusted on first use only when the server said how
+        long it is and it parses as its kind's format: a cut transfer is never pinned.
+        """
         got = file_sha256(part)
         sha, source = self._expected(entry, dest)
         size = part.stat().st_size
@@ -224,16 +199,26 @@ class DataStore:
             problem = f"{entry.url} gave {size} bytes, but {entry.entry_key}.size says {entry.size}"
         elif sha is not None and got != sha:
             problem = f"{entry.url} gave a file with sha256 {got}, but {source} says {sha}"
+        elif sha is None and (why := self._untrusted(part, entry, announced)):
+            forget_part(part)
+            raise Retry(f"{entry.url} gave {size} bytes that cannot be trusted: {why}")
         else:
             os.replace(part, dest)
+            forget_part(part)
             sidecar, stamp = self._stamp(dest)
             _write_json(sidecar, {**stamp, "sha256": got})
             if sha is None:
                 self._pin(dest, entry, manifest, got)
             return dest
-        part.unlink()
+        forget_part(part)
         hint = f"the file was not used; if {entry.url} changed on purpose, update {source}"
         raise self._unavailable(entry, manifest, problem, hint)
+
+    @staticmethod
+    def _untrusted(part: Path, entry: DataEntry, announced: int | None) -> str | None:
+        if announced is None and entry.size is None:
+            return "the server sent no Content-Length (pin sha256 or size in the manifest)"
+        return format_problem(entry.kind, part.read_bytes())
 
     def _hint(self, entry: DataEntry, manifest: Manifest) -> str:
         if manifest.engine and manifest.engine.get("name") == "cuzk-ref":
@@ -259,15 +244,6 @@ class DataStore:
 
 def _pin_path(path: Path) -> Path:
     return path.with_name(path.name + ".pin.json")
-
-
-def _content_range(resp: requests.Response) -> tuple[int | None, int | None]:
-    """Return (first byte sent, full size): from Content-Range on a 206, from Content-Length otherwise."""
-    if resp.status_code == 206:
-        match = re.fullmatch(r"bytes (\d+)-\d+/(\d+)", resp.headers.get("Content-Range", ""))
-        return (int(match.group(1)), int(match.group(2))) if match else (None, None)
-    length = resp.headers.get("Content-Length", "")
-    return 0, int(length) if length.isdigit() else None
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

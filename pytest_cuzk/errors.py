@@ -5,7 +5,7 @@ error here names the address, the RPC and the status code, and hints at what to
 do. The tree::
 
     CuzkError
-    ├── RpcError                  any failed gRPC call (the generic class for codes listed in GENERIC_CODES)
+    ├── RpcError                  any failed gRPC call (the generic class for errormap.GENERIC_CODES)
     │   ├── DaemonUnavailable     UNAVAILABLE: nothing listening, connection refused or reset
     │   ├── DeadlineExceeded      DEADLINE_EXCEEDED: the call's client-side deadline passed
     │   ├── InvalidArgument       INVALID_ARGUMENT: the daemon rejected the request
@@ -28,20 +28,21 @@ do. The tree::
 
     CuzkWarning (a PytestWarning) what could not be checked or measured, said without failing
 
-``pytest_cuzk.outcome`` turns any of them into the test's pytest outcome.
+``pytest_cuzk.errormap`` is the one place gRPC status codes become these classes (this module
+imports no gRPC, so a pytest run that tests no daemon never loads it); ``pytest_cuzk.outcome``
+turns any of them into the test's pytest outcome.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import grpc
 import pytest
 
+if TYPE_CHECKING:
+    import grpc
+
 __all__ = [
-    "ERROR_CLASSES",
-    "GENERIC_CODES",
     "Cancelled",
     "CuzkError",
     "CuzkWarning",
@@ -64,8 +65,6 @@ __all__ = [
     "ResourceExhausted",
     "RpcError",
     "Unimplemented",
-    "error_for",
-    "map_grpc_errors",
 ]
 
 
@@ -235,46 +234,3 @@ class ReadinessError(CuzkError):
 
 class CuzkWarning(pytest.PytestWarning):
     """Something pytest-cuzk could not check or measure, said without failing the test."""
-
-
-ERROR_CLASSES: dict[grpc.StatusCode, type[RpcError]] = {
-    grpc.StatusCode.UNAVAILABLE: DaemonUnavailable,
-    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
-    grpc.StatusCode.NOT_FOUND: NotFound,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
-    grpc.StatusCode.OUT_OF_RANGE: OutOfRange,
-    grpc.StatusCode.INTERNAL: InternalError,
-    grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
-    grpc.StatusCode.CANCELLED: Cancelled,
-}
-
-# Codes cuzk never sends; they surface as the generic RpcError, still naming the code.
-GENERIC_CODES: frozenset[grpc.StatusCode] = frozenset(
-    {
-        grpc.StatusCode.OK,
-        grpc.StatusCode.UNKNOWN,
-        grpc.StatusCode.ALREADY_EXISTS,
-        grpc.StatusCode.PERMISSION_DENIED,
-        grpc.StatusCode.FAILED_PRECONDITION,
-        grpc.StatusCode.ABORTED,
-        grpc.StatusCode.DATA_LOSS,
-        grpc.StatusCode.UNAUTHENTICATED,
-    }
-)
-
-
-def error_for(exc: grpc.RpcError, address: str, rpc: str) -> RpcError:
-    """Build the CuzkError for a failed call (without raising it)."""
-    code = exc.code() if callable(getattr(exc, "code", None)) else grpc.StatusCode.UNKNOWN
-    details = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
-    return ERROR_CLASSES.get(code, RpcError)(address, rpc, code, details or "")
-
-
-@contextmanager
-def map_grpc_errors(address: str, rpc: str) -> Iterator[None]:
-    """Turn a ``grpc.RpcError`` raised inside the block into the matching RpcError subclass."""
-    try:
-        yield
-    except grpc.RpcError as exc:
-        raise error_for(exc, address, rpc) from exc

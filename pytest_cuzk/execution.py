@@ -42,6 +42,8 @@ class CaseExecution:
         from .session import FIGURES_KEY
 
         result = self.measure(case)
+        errors = [p.error for p in result.failed]
+        result.known_issue = self.backend.profile().known_issue(case.kind.name, case.batch_size, errors)
         if any(p.timed_out for p in result.proofs):
             self.backend.take_out(f"a {case.kind.name} proof timed out in {self.item.name}")
         figures = case_figures(result, self.item.name, self.backend.unsampled())
@@ -78,6 +80,7 @@ class CaseExecution:
                 verify=backend.profile().verifier(case.kind),
                 mark=sampler.mark if sampler else None,
                 rss_peak=sampler.rss_peak_so_far if sampler else lambda: None,
+                status=self.session.status,
             )
             if sampler:
                 sampler.start()

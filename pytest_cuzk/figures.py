@@ -14,11 +14,13 @@ import dataclasses
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .memory import MemoryReport
 from .stats import Estimator, per_hour, quantile
 from .wire.units import format_bytes
+
+if TYPE_CHECKING:
+    from .memory import MemoryReport
 
 __all__ = ["METRICS", "Figures", "Metric", "ProofTimings", "Samples", "regression"]
 
@@ -209,6 +211,8 @@ class Figures:
         names = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
         values["timings"] = ProofTimings(**(data.get("timings") or {}))
+        from .memory import MemoryReport  # psutil and NVML load only in runs that measure
+
         memory = data.get("memory")
         values["memory"] = MemoryReport.from_dict(memory) if memory else None
         values["failures"] = tuple(data.get("failures") or ())

@@ -117,21 +117,19 @@ class Gates:
     """The gates sink: registered by the session when any gate is asked for."""
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        """Read ``--cuzk-baseline`` now, so a bad file stops the run before any daemon starts."""
         self.config = config
         self.settings = settings
-        self._baseline: dict[str, dict[str, Any]] | None = None
+        self._baseline = load_baseline(settings.baseline) if settings.baseline else None
 
     def baseline(self) -> dict[str, dict[str, Any]]:
-        """``--cuzk-baseline``, else pytest-benchmark's compared run; read once."""
+        """``--cuzk-baseline``, else pytest-benchmark's compared run (known once it has loaded)."""
         if self._baseline is None:
-            if self.settings.baseline:
-                self._baseline = load_baseline(self.settings.baseline)
-            else:
-                bs = getattr(self.config, "_benchmarksession", None)
-                mapping: dict[str, dict[str, Any]] = {}
-                for benches in (getattr(bs, "compared_mapping", None) or {}).values():
-                    mapping.update(benches)
-                self._baseline = mapping
+            bs = getattr(self.config, "_benchmarksession", None)
+            mapping: dict[str, dict[str, Any]] = {}
+            for benches in (getattr(bs, "compared_mapping", None) or {}).values():
+                mapping.update(benches)
+            self._baseline = mapping
         return self._baseline
 
     @pytest.hookimpl(trylast=True)

@@ -16,11 +16,17 @@ from .backends.protocol import DaemonBackend
 from .client import ProvingClient
 from .errors import CuzkError
 
-__all__ = ["MetricKey", "MetricLedger", "MetricValues"]
+__all__ = ["MetricKey", "MetricLedger", "MetricValues", "series_name"]
 
 MetricKey = tuple[str, tuple[tuple[str, str], ...]]
 MetricValues = dict[MetricKey, float]
 _Generation = tuple[str, int | None, str]
+
+
+def series_name(key: MetricKey) -> str:
+    """A counter as Prometheus writes it: ``name{label="value",...}``."""
+    name, labels = key
+    return name + ("{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}" if labels else "")
 
 
 def read_counters(address: str) -> MetricValues:
@@ -55,7 +61,10 @@ class MetricLedger:
         last = self._last.get(generation)
         if last is not None and any(values.get(k, 0.0) < v for k, v in last.items()):
             self._close(generation)
-            self.restarts_seen.append(f"{backend.label}: its proof counters went down (restarted)")
+            self.restarts_seen.append(
+                f"{backend.label}: its proof counters went down: it restarted outside the plugin "
+                "(the totals add what it counted before and after)"
+            )
         self._first.setdefault(generation, values)
         self._last[generation] = values
 

@@ -30,6 +30,7 @@ from . import stats
 from .casefigures import case_samples
 from .cases import Case
 from .figures import METRICS
+from .progress import StatusLine
 from .runner import CaseResult, Runner, Wave, check_wave, run_wave
 from .settings import Settings
 
@@ -157,6 +158,12 @@ class Measurement:
             return f"the {plan.budget_s:g} s time budget (--cuzk-case-budget) would be overrun{short}"
         return ""
 
+    def progress(self) -> str:
+        """The case's progress line: how far it is towards its minimum and how many windows closed."""
+        done, plan = len(self.result.proofs), self.plan
+        towards = f"of at least {plan.min_proofs} " if done < plan.min_proofs else ""
+        return f"{done} {towards}proofs done, {len(self._windows)} windows closed"
+
     def finish(self) -> CaseResult:
         result = self.result
         result.wall_s = time.monotonic() - self._start
@@ -168,24 +175,27 @@ class Measurement:
 def run_case(case: Case, runner: Runner, plan: Plan, benchmark: Any | None) -> CaseResult:
     """Run the case's plan, one pytest-benchmark round per wave when ``benchmark`` is given."""
     measurement = Measurement(case, runner, plan)
-    if benchmark is not None:
-        try:
-            benchmark.pedantic(
-                measurement.timed,
-                setup=measurement.setup,
-                rounds=plan.max_waves(case.in_flight),
-                iterations=1,
-                warmup_rounds=0,
-            )
-        except PlanDone:
-            # pedantic marks a benchmark whose setup raised as failed (its JSON would drop it):
-            # this was the plan ending the rounds, and every round that ran is whole.
-            benchmark.has_error = False
-    # A disabled benchmark (e.g. under xdist) ran one wave and no more: run the rest here.
-    while True:
-        try:
-            (wave,), _ = measurement.setup()
-        except PlanDone:
-            break
-        measurement.timed(wave)
+    status = runner.status or StatusLine(tty=False)
+    with status.stage(f"{case.id}: proving"):
+        runner.tick = lambda: status.tick(measurement.progress())
+        if benchmark is not None:
+            try:
+                benchmark.pedantic(
+                    measurement.timed,
+                    setup=measurement.setup,
+                    rounds=plan.max_waves(case.in_flight),
+                    iterations=1,
+                    warmup_rounds=0,
+                )
+            except PlanDone:
+                # pedantic marks a benchmark whose setup raised as failed (its JSON would drop it):
+                # this was the plan ending the rounds, and every round that ran is whole.
+                benchmark.has_error = False
+        # A disabled benchmark (e.g. under xdist) ran one wave and no more: run the rest here.
+        while True:
+            try:
+                (wave,), _ = measurement.setup()
+            except PlanDone:
+                break
+            measurement.timed(wave)
     return measurement.finish()

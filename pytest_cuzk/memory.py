@@ -11,6 +11,8 @@ sampler's own CPU time is split into the process-tree side and the NVML side, so
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import statistics
 import threading
 import time
@@ -19,15 +21,18 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+import numpy as np
 import psutil
 
 from .gpusampler import IDLE_UTIL_PCT, GpuFigures, GpuReader, GpuReading, known, mean
 from .proctree import HwmScope, ProcessTree, ProcFile, available_bytes, host_busy_s
+from .settings import MIN_INTERVAL_S
 from .wire.nvml import nvml_handles, nvml_session
 
 __all__ = ["MIN_INTERVAL_S", "DaemonSampler", "MemoryReport", "MemorySeries"]
 
-MIN_INTERVAL_S = 0.005
+TRAVEL_POINTS = 250  # samples of a series sent to the controller: enough for a chart, small in the JSON
+TRAVEL_MARKS = 100
 JOIN_TIMEOUT_S = 5.0
 UNLISTED_GROWTH_BYTES = 256 << 20  # device memory no listed process accounts for grew: pids are hidden
 VramSource = Literal["pids", "device"]
@@ -56,13 +61,39 @@ class MemorySeries:
     def empty(cls) -> MemorySeries:
         return cls([], [], [], None, None, [])
 
+    def downsampled(self, points: int = TRAVEL_POINTS, marks: int = TRAVEL_MARKS) -> MemorySeries:
+        """At most ``points`` samples, each the highest of its stretch (the lowest available memory).
+
+        Peaks survive, so a chart of the short series shows what the long one showed; of
+        more than ``marks`` marks every n-th is kept.
+        """
+        starts = np.linspace(0, len(self.t_s), min(len(self.t_s), points), endpoint=False).astype(int)
+
+        def stretches(values: list[int], reduce: np.ufunc = np.maximum) -> list[int]:
+            return [int(v) for v in reduce.reduceat(values, starts)] if len(starts) else []
+
+        step = max(1, math.ceil(len(self.marks) / marks))
+        return MemorySeries(
+            t_s=[round(float(self.t_s[i]), 3) for i in starts],
+            rss_bytes=stretches(self.rss_bytes),
+            sys_available_bytes=stretches(self.sys_available_bytes, np.minimum),
+            vram_bytes=None if self.vram_bytes is None else stretches(self.vram_bytes),
+            device_used_bytes=None if self.device_used_bytes is None else stretches(self.device_used_bytes),
+            marks=[(round(t, 3), label) for t, label in self.marks[::step]],
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemorySeries:
+        return cls(**{**data, "marks": [(float(t), str(label)) for t, label in data.get("marks") or ()]})
+
 
 @dataclass(frozen=True)
 class MemoryReport:
     """Peaks and means of one sampling window; byte, MHz and percent units are in the field names.
 
-    ``to_dict`` carries the scalars (the series stay out: they would bloat the JSON), so a
-    report rebuilt with ``from_dict`` has an empty series.
+    ``to_dict`` carries the scalars and the series downsampled to a few hundred points (the
+    full one would bloat the JSON), so a report rebuilt with ``from_dict`` charts on the
+    controller of an xdist run as it would where it was sampled.
     """
 
     samples: int
@@ -119,12 +150,14 @@ class MemoryReport:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """The scalars, JSON-ready, with the achieved sampling rate."""
+        """The scalars, JSON-ready, with the achieved sampling rate and the downsampled series."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "series"}
+        series = dataclasses.asdict(self.series.downsampled())
         return out | {
             "pstates": list(self.pstates),
             "sample_rate_hz": round(self.sample_rate_hz, 2),
             "gpus": [asdict(g) for g in self.gpus],
+            "series": series | {"marks": [list(m) for m in series["marks"]]},
         }
 
     @classmethod
@@ -132,7 +165,8 @@ class MemoryReport:
         names = {f.name for f in fields(cls)} - {"series"}
         values = {k: v for k, v in data.items() if k in names}
         gpus = tuple(GpuFigures(**g) for g in data.get("gpus") or ())
-        return cls(**{**values, "pstates": tuple(data.get("pstates") or ()), "gpus": gpus})
+        series = MemorySeries.from_dict(data["series"]) if data.get("series") else MemorySeries.empty()
+        return cls(**{**values, "pstates": tuple(data.get("pstates") or ()), "gpus": gpus}, series=series)
 
 
 class DaemonSampler:

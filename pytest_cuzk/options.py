@@ -1,18 +1,21 @@
-"""Every option of pytest-cuzk, declared once: its flag, ini key, environment variable, help and default.
+"""Every ``--cuzk-*`` option, declared once: its flag, ini key, environment variable and help text.
 
-``settings`` resolves them into one ``Settings`` record.
+pytest-timeout's model: one table; each flag has a ``cuzk_*`` ini twin and a ``PYTEST_CUZK_*``
+environment variable that share its help text. ``settings.resolve_settings`` applies them.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-__all__ = ["DEFAULT_ADDR", "OPTIONS", "Option", "add_options"]
+__all__ = ["DEFAULT_ADDR", "OPTIONS", "REF_PRESETS", "Option", "add_options", "option_value", "requested"]
 
 DEFAULT_ADDR = "127.0.0.1:9820"
+REF_PRESETS = ("default", "medium", "large")  # the reference engine's circuit sizes (checked in its tests)
 
 
 @dataclass(frozen=True)
@@ -53,18 +56,27 @@ OPTIONS: tuple[Option, ...] = (
     Option("param-cache", "Parameter (SRS) cache directory of the daemon (srs.param_cache)"),
     Option("data-dir", "Cache directory for downloaded and generated test data", None),
     Option(
-        "manifest", "Test-data manifest TOML (default: fixtures/manifest.toml, or generated data for ref)"
+        "manifest",
+        "Test-data manifest TOML (default: the suite's manifest.toml for cuzk, generated data for cuzk-ref)",
     ),
     Option("input", "Use your own data file for a kind: KIND=PATH (repeatable)", (), "list"),
     Option("offline", "Never download test data", False, "bool"),
+    Option("download-stall", "Seconds a download may send no byte before it is given up", 60.0, "float"),
+    Option("download-timeout", "Seconds one data file's download may take in all", 3600.0, "float"),
     Option("skip-warmup", "Skip the warm-up proof and PCE wait before measuring", False, "bool"),
+    Option(
+        "allow-missing",
+        "Skip, instead of fail, the suite cases whose test data cannot be had (a CI gate should not)",
+        False,
+        "bool",
+    ),
     Option(
         "lowmem-warmup",
         "When the PCE file is missing and the daemon is spawned, warm up with a low-memory config, then "
         "restart with the full one: auto (for cuzk binaries), on, off",
         "auto",
     ),
-    Option("preset", "Circuit-size preset of the reference engine (default, medium, large)", "default"),
+    Option("preset", f"Circuit-size preset of the reference engine ({', '.join(REF_PRESETS)})", "default"),
     Option("start-timeout", "Seconds for a spawned daemon to start answering", 120.0, "float"),
     Option("ready-timeout", "Seconds for SRS parameters to load (PreloadSRS)", 900.0, "float"),
     Option("warmup-timeout", "Seconds for the warm-up proof and its PCE file", 1800.0, "float"),
@@ -113,6 +125,7 @@ OPTIONS: tuple[Option, ...] = (
         (),
         "list",
     ),
+    Option("html", "Write one self-contained HTML report of the run (charts inline, no network) to PATH"),
     Option(
         "label",
         "Host label in test ids and the results database: ADDR=NAME per daemon (repeatable), or NAME for "
@@ -144,10 +157,42 @@ def add_options(parser: pytest.Parser) -> None:
         help_text = help_text.replace("%", "%%")  # argparse expands % in help
         if opt.kind == "bool":
             group.addoption(opt.flag, action="store_true", default=None, help=help_text)
-            parser.addini(opt.ini, opt.help, type="bool", default=opt.default)
+            parser.addini(opt.ini, opt.help, type="bool", default=None)
         elif opt.kind == "list":
             group.addoption(opt.flag, action="append", default=None, metavar="VALUE", help=help_text)
             parser.addini(opt.ini, opt.help, type="linelist", default=[])
         else:
             group.addoption(opt.flag, default=None, metavar="VALUE", help=help_text)
             parser.addini(opt.ini, opt.help, default=None)
+
+
+def option_value(config: pytest.Config, opt: Option) -> tuple[Any, str]:
+    """The option's value and where it came from, by precedence."""
+    value = config.getoption(opt.flag)
+    if value not in (None, []):
+        return value, f"option {opt.flag}"
+    if opt.env in os.environ:
+        env = os.environ[opt.env]
+        if opt.kind == "bool":
+            return env.strip().lower() in ("1", "true", "yes", "on"), f"environment variable {opt.env}"
+        if opt.kind == "list":
+            return [v for v in env.split(";") if v.strip()], f"environment variable {opt.env}"
+        return env, f"environment variable {opt.env}"
+    ini = config.getini(opt.ini)  # None when unset: the ini keys are declared without defaults
+    if ini not in (None, [], ""):
+        return ini, f"ini key {opt.ini}"
+    return opt.default, f"default of {opt.flag}"
+
+
+CASE_FIXTURES = ("cuzk_case", "cuzk_kind")  # what a suite case asks for: here, to be checked without imports
+
+
+def uses_cuzk(item: pytest.Item) -> bool:
+    """Whether a collected test asks for the plugin: a ``cuzk_*`` fixture or a ``cuzk_kinds`` marker."""
+    names = getattr(item, "fixturenames", ())
+    return any(n.startswith("cuzk_") for n in names) or item.get_closest_marker("cuzk_kinds") is not None
+
+
+def requested(config: pytest.Config) -> bool:
+    """Whether any cuzk option is set by flag, environment or ini: the run is about a daemon."""
+    return any(not option_value(config, opt)[1].startswith("default of") for opt in OPTIONS)

@@ -22,23 +22,30 @@ if TYPE_CHECKING:
     from .figures import Figures
     from .runner import CaseResult
 
-__all__ = ["Plotter", "plot_memory"]
+__all__ = ["Plotter", "memory_figure", "plot_memory"]
 
 _MAX_MARK_LABELS = 20  # beyond this, labels overlap into noise: draw the lines only
 
 
-def plot_memory(report: MemoryReport, path: Path, title: str) -> Path:
-    """Write the report's RSS and VRAM series as a PNG at `path` (parents created); returns `path`."""
-    fig = Figure(figsize=(10, 6), layout="constrained")
-    rss_ax, vram_ax = fig.subplots(2, 1, sharex=True)
-    fig.suptitle(title, fontsize=10)
+def memory_figure(report: MemoryReport, title: str) -> Figure:
+    """The report's RSS and VRAM series in two panels, proof boundaries marked (PNG here, SVG in HTML)."""
+    vram = report.series.vram_bytes is not None  # else the lower panel only says why
+    fig = Figure(figsize=(10, 6 if vram else 4.2), layout="constrained")
+    rss_ax, vram_ax = fig.subplots(2, 1, sharex=True, height_ratios=(1, 1) if vram else (4, 1))
+    if title:
+        fig.suptitle(title, fontsize=10)
     _rss_panel(rss_ax, report)
     _vram_panel(vram_ax, report)
     vram_ax.set_xlabel("seconds since sampling started")
     for ax in (rss_ax, vram_ax):
         _draw_marks(ax, report, labels=ax is rss_ax)
+    return fig
+
+
+def plot_memory(report: MemoryReport, path: Path, title: str) -> Path:
+    """Write the report's RSS and VRAM series as a PNG at `path` (parents created); returns `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=100)
+    memory_figure(report, title).savefig(path, format="png", dpi=100)
     return path
 
 
@@ -61,7 +68,7 @@ def _rss_panel(ax: Axes, report: MemoryReport) -> None:
 
 def _vram_panel(ax: Axes, report: MemoryReport) -> None:
     s = report.series
-    ax.set_ylabel("GPU memory (MiB)")
+    ax.set_ylabel("GPU memory (MiB)" if s.vram_bytes is not None else "GPU")
     ax.grid(alpha=0.3)
     if s.vram_bytes is None:
         why = report.vram_unavailable_reason or "VRAM unavailable"
@@ -88,11 +95,13 @@ def _annotate_peak(ax: Axes, t_s: list[float], values: list[int]) -> None:
     if not values:
         return
     i = max(range(len(values)), key=values.__getitem__)
+    late = t_s[i] > (t_s[0] + t_s[-1]) / 2  # label on the side with room, inside the axes
     ax.annotate(
         f"peak {values[i] / MIB:.0f} MiB",
         xy=(t_s[i], values[i] / MIB),
-        xytext=(5, -12),
+        xytext=(-5 if late else 5, -12),
         textcoords="offset points",
+        ha="right" if late else "left",
         fontsize=8,
     )
     ax.plot([t_s[i]], [values[i] / MIB], marker="o", color="tab:red", markersize=4)

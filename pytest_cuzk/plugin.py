@@ -2,24 +2,21 @@
 
 The plugin is inert until a test uses a ``cuzk_*`` fixture or a suite case is collected:
 only then does the session choose the daemon (attach, spawn a cuzk binary, or the
-reference engine), make the data present and run the readiness chain.
+reference engine), make the data present and run the readiness chain. pytest rewrites
+every module of an installed plugin, anew each run where no bytecode is written (a
+read-only site-packages, PYTHONDONTWRITEBYTECODE), so this module stays small and the
+rest is imported only by a run that uses cuzk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import hookspec
-from .options import add_options
-from .outcome import as_outcome
-from .session import LOG_MARK_KEY, CuzkSession
-from .settings import resolve_settings
-from .wire.kinds import KINDS
+from .options import CASE_FIXTURES, add_options, requested, uses_cuzk
 
 if TYPE_CHECKING:
     from .backends.choice import DaemonChoice
@@ -28,45 +25,12 @@ if TYPE_CHECKING:
     from .cases import Case
     from .client import ProvingClient
     from .figures import Figures
-    from .proto import pb
+    from .handles import CuzkData, DaemonInfo
     from .runner import CaseResult
+    from .session import CuzkSession
     from .settings import Settings
 
-__all__ = ["CUZK_SESSION", "CuzkData", "DaemonInfo"]
-
-CUZK_SESSION = pytest.StashKey[CuzkSession]()
-
-
-@dataclass(frozen=True)
-class DaemonInfo:
-    """The daemon a test talks to. ``pid`` is None for an attached daemon."""
-
-    address: str
-    pid: int | None
-    mode: str
-    label: str
-    log_path: Path | None
-    config_path: Path | None
-
-
-class CuzkData:
-    """Test data for users' own tests: the file of a kind and fresh requests built from it."""
-
-    def __init__(self, session: CuzkSession) -> None:
-        self._session = session
-
-    def path(self, kind: str) -> Path:
-        """The data file for ``kind``; the test cannot run without it (see ``as_outcome``)."""
-        with as_outcome():
-            found = self._session.data(self._session.backend()).path(KINDS[kind])
-            if isinstance(found, Exception):
-                raise found
-            return found
-
-    def request(self, kind: str, request_id: str | None = None) -> pb.SubmitProofRequest:
-        """A ``SubmitProofRequest`` for one proof of ``kind`` with a unique request id."""
-        with as_outcome():
-            return self._session.data(self._session.backend()).request(KINDS[kind], request_id)
+__all__ = ["Dormant"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -84,23 +48,47 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "cuzk_kinds(*kinds): the proof kinds cuzk_ready warms up for this test (default: all selected)",
     )
-    settings = resolve_settings(config)
-    session = CuzkSession(config, settings)
-    config.stash[CUZK_SESSION] = session
-    config.pluginmanager.register(session, "cuzk_session")
-    if settings.gates_asked:
-        from .gates import Gates
+    if not requested(config):  # inert: the session waits for a cuzk test that may never come
+        config.pluginmanager.register(Dormant(config), "cuzk_dormant")
+        return
+    from .startup import start_session
 
-        config.pluginmanager.register(Gates(config, settings), "cuzk_gates")
-    if settings.plots:
-        from .plots import Plotter
+    start_session(config)
 
-        config.pluginmanager.register(Plotter(settings.plots), "cuzk_plots")
-    if settings.results_db:
-        from .recording import Recorder
 
-        recorder = Recorder(settings, session.worker, session.backend)
-        config.pluginmanager.register(recorder, "cuzk_recorder")
+def _session(config: pytest.Config) -> CuzkSession:
+    from .startup import session_of
+
+    return session_of(config)
+
+
+class Dormant:
+    """Stands in for the session in a run that set no cuzk option, and wakes it at the first cuzk test.
+
+    The hook that wakes the session hands it the call; the session's own hooks take every later one.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if any(name in metafunc.fixturenames for name in CASE_FIXTURES):
+            _session(self.config).pytest_generate_tests(metafunc)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if any(uses_cuzk(item) for item in items):
+            _session(self.config).pytest_collection_modifyitems(items)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Under xdist the controller collects nothing: a worker's cuzk report wakes it."""
+        if any(name.startswith("cuzk_") for name, _ in report.user_properties):
+            _session(self.config).pytest_runtest_logreport(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        if "cuzk_metric_totals" in getattr(node, "workeroutput", {}):
+            _session(self.config).pytest_testnodedown(node, error)
 
 
 @pytest.hookimpl(trylast=True)
@@ -117,49 +105,35 @@ def pytest_cuzk_generate_extra_info(item: pytest.Item, figures: Figures) -> dict
     return figures.to_dict()
 
 
-# --- fixtures ---------------------------------------------------------------------------------------
+# --- fixtures (their work is in handles.py) -------------------------------------------------------
 @pytest.fixture(scope="session")
 def cuzk_session(pytestconfig: pytest.Config) -> CuzkSession:
     """The run's pytest-cuzk session: settings, daemons, data."""
-    return pytestconfig.stash[CUZK_SESSION]
+    return _session(pytestconfig)
 
 
 @pytest.fixture(scope="session")
 def cuzk_data(cuzk_session: CuzkSession) -> CuzkData:
     """Test data for the daemon under test (downloaded or generated on first use)."""
+    from .handles import CuzkData
+
     return CuzkData(cuzk_session)
-
-
-def _mark_log(item: pytest.Item, backend: DaemonBackend) -> None:
-    """Remember where the daemon's log stands, so a failing test gets the lines written since."""
-    log = backend.log
-    item.stash[LOG_MARK_KEY] = (backend, log, log.log_size() if log is not None else 0)
 
 
 @pytest.fixture
 def cuzk_daemon(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> DaemonInfo:
     """The daemon under test (started, or attached to), answering GetStatus."""
-    with as_outcome():
-        _mark_log(request.node, cuzk_session.backend())
-        backend = cuzk_session.started()
-    _mark_log(request.node, backend)
-    log = backend.log
-    return DaemonInfo(
-        backend.address,
-        backend.pid,
-        backend.mode,
-        backend.label,
-        log.log_path if log is not None else None,
-        log.config_path if log is not None else None,
-    )
+    from .handles import started
+
+    return started(cuzk_session, request.node)
 
 
 @pytest.fixture
-def cuzk_client(cuzk_daemon: DaemonInfo) -> Generator[ProvingClient, None, None]:
-    """A gRPC client connected to the daemon under test."""
+def cuzk_client(cuzk_session: CuzkSession, cuzk_daemon: DaemonInfo) -> Generator[ProvingClient, None, None]:
+    """A gRPC client connected to the daemon under test; calls are bounded by --cuzk-proof-timeout."""
     from .client import ProvingClient
 
-    with ProvingClient(cuzk_daemon.address) as client:
+    with ProvingClient(cuzk_daemon.address, default_timeout=cuzk_session.settings.call_timeout) as client:
         yield client
 
 
@@ -171,26 +145,17 @@ def cuzk_ready(
 
     For the kinds of the test's ``@pytest.mark.cuzk_kinds(...)``, else every selected kind.
     """
-    marker = request.node.get_closest_marker("cuzk_kinds")
-    kinds = [KINDS[k].name for k in marker.args] if marker else None
-    with as_outcome():
-        return cuzk_session.ready(cuzk_daemon.label, kinds=kinds)
+    from .handles import ready
+
+    return ready(cuzk_session, cuzk_daemon, request.node)
 
 
 @pytest.fixture
 def cuzk_target(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> DaemonBackend:
     """The ready daemon for this test's case (restarted for its batch size when spawned)."""
-    params = request.node.callspec.params
-    case: Case = params.get("cuzk_case") or params["cuzk_kind"]
-    with as_outcome():
-        _mark_log(request.node, cuzk_session.backend(case.label))
-        backend = cuzk_session.started(case.label, case.batch_size)
-        found = cuzk_session.data(backend).path(case.kind)
-        if isinstance(found, Exception):
-            raise found
-        backend = cuzk_session.ready(case.label, case.batch_size, [case.kind.name])
-    _mark_log(request.node, backend)
-    return backend
+    from .handles import target
+
+    return target(cuzk_session, request.node)
 
 
 @pytest.fixture
@@ -198,15 +163,9 @@ def cuzk_run(
     cuzk_session: CuzkSession, cuzk_target: DaemonBackend, request: pytest.FixtureRequest
 ) -> Callable[[Case], CaseResult]:
     """Run a suite case against its daemon: proofs in waves, memory sampled, sinks fed, gates applied."""
-    from .execution import CaseExecution
+    from .handles import case_runner
 
     benchmark = (
         request.getfixturevalue("benchmark") if request.config.pluginmanager.hasplugin("benchmark") else None
     )
-    execution = CaseExecution(cuzk_session, cuzk_target, request.node, benchmark)
-
-    def run(case: Case) -> CaseResult:
-        with as_outcome():
-            return execution(case)
-
-    return run
+    return case_runner(cuzk_session, cuzk_target, request.node, benchmark)

@@ -1,36 +1,107 @@
-"""Progress of long waits on the terminal: one rewritten line on a TTY, a few plain lines otherwise."""
+"""Every long wait on the terminal: the stage, the time it has taken and its timeout.
+
+A real cuzk takes minutes to get ready (44 GiB of SRS, a PCE extraction), and a silent
+terminal looks hung. ``StatusLine.stage`` opens a wait and the wait's own poll loop calls
+``tick``: on a TTY one line is rewritten every half second once the wait has lasted a
+second; without a TTY (CI logs) a line is written every 15 s, so short waits stay quiet.
+Downloads report through ``download`` and always end with one line naming the file.
+It is called from the main thread only, and writes past pytest's capture through the
+``stream`` it is given.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import IO
 
-__all__ = ["Progress", "ProgressLine"]
+__all__ = ["Progress", "StatusLine"]
 
-Progress = Callable[[str, int, "int | None"], None]
+Progress = Callable[[str, int, "int | None"], None]  # (file name, bytes done, bytes in all)
+Stream = Callable[[], AbstractContextManager[IO[str]]]
+TTY_AFTER_S, TTY_EVERY_S = 1.0, 0.5
+LOG_EVERY_S = 15.0
 
 
-class ProgressLine:
-    """Default download progress: one rewritten line on a terminal, a few plain lines otherwise."""
+def _stderr() -> AbstractContextManager[IO[str]]:
+    return contextlib.nullcontext(sys.stderr)
 
-    def __init__(self, stream: IO[str] | None = None, interval_s: float = 0.25) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.interval_s = interval_s if self.stream.isatty() else 5.0
-        self._last = 0.0
 
-    def __call__(self, name: str, done: int, total: int | None) -> None:
-        now = time.monotonic()
-        finished = total is not None and done >= total
-        if not finished and now - self._last < self.interval_s:
+@dataclass
+class _Stage:
+    what: str
+    timeout_s: float | None
+    started: float
+    shown: float = 0.0  # when it was last written; 0: not yet
+
+
+class StatusLine:
+    """The wait in progress, on the terminal."""
+
+    def __init__(self, stream: Stream = _stderr, tty: bool | None = None) -> None:
+        self._stream = stream
+        self._tty = tty
+        self._stages: list[_Stage] = []
+        self._open_line = False
+
+    @property
+    def tty(self) -> bool:
+        if self._tty is None:
+            with self._stream() as out:
+                self._tty = bool(getattr(out, "isatty", lambda: False)())
+        return self._tty
+
+    @contextlib.contextmanager
+    def stage(self, what: str, timeout_s: float | None = None) -> Iterator[None]:
+        """A wait: ``what`` is shown with the time taken (and ``timeout_s``) while the block runs."""
+        stage = _Stage(what, timeout_s, time.monotonic())
+        self._stages.append(stage)
+        try:
+            yield
+        finally:
+            self._stages.remove(stage)
+            if stage.shown and self.tty:
+                self._write(f"{self._text(stage, '')}: done", end=True)
+
+    def tick(self, detail: str = "") -> None:
+        """Show the innermost wait if it is due; ``detail`` says how far it is (``3 of 8 proofs``)."""
+        if not self._stages:
             return
-        self._last = now
-        pct = f" ({100 * done // total}%)" if total else ""
+        stage, now = self._stages[-1], time.monotonic()
+        after, every = (TTY_AFTER_S, TTY_EVERY_S) if self.tty else (LOG_EVERY_S, LOG_EVERY_S)
+        if now - stage.started < after or (stage.shown and now - stage.shown < every):
+            return
+        stage.shown = now
+        self._write(self._text(stage, detail), end=not self.tty)
+
+    def say(self, text: str) -> None:
+        """One line that must be seen now (a trust-on-first-use pin), on its own line."""
+        self._write(text, end=True)
+
+    def download(self, name: str, done: int, total: int | None) -> None:
+        """A download's progress (the data store's Progress); its end is always said, once."""
         size = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
-        text = f"downloading {name}: {size}{pct}"
-        if self.stream.isatty():
-            self.stream.write(f"\r{text}" + ("\n" if finished else ""))
+        pct = f" ({100 * done // total}%)" if total else ""
+        if total is not None and done >= total:
+            self._write(f"downloading {name}: {size}{pct}", end=True)
         else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+            self.tick(f"{name}: {size}{pct}")
+
+    def _text(self, stage: _Stage, detail: str) -> str:
+        took = time.monotonic() - stage.started
+        limit = f" of {stage.timeout_s:.0f} s" if stage.timeout_s else ""
+        return f"cuzk: {stage.what}{f' ({detail})' if detail else ''}: {took:.0f} s{limit}"
+
+    def _write(self, text: str, end: bool) -> None:
+        with self._stream() as out:
+            if self.tty:
+                start = "\r" if self._open_line else "\n"
+                out.write(f"{start}{text}\x1b[K" + ("\n" if end else ""))
+                self._open_line = not end
+            else:
+                out.write(text + "\n")
+            out.flush()

@@ -19,6 +19,7 @@ from .backends.protocol import ColdStart, DaemonBackend
 from .client import ProvingClient
 from .errors import DaemonExited, DaemonHung, DeadlineExceeded, ProofTimeout, ReadinessError, RpcError
 from .proctree import ProcessTree
+from .progress import StatusLine
 from .proofcheck import check_proof
 from .proto import pb
 from .settings import Settings
@@ -51,9 +52,10 @@ def pce_complete(path: Path, newer_than: float = 0.0) -> bool:
 class Readiness:
     """Runs the chain for a daemon and the kinds a test needs, skipping kinds already ready."""
 
-    def __init__(self, settings: Settings, request: RequestFactory) -> None:
+    def __init__(self, settings: Settings, request: RequestFactory, status: StatusLine) -> None:
         self.settings = settings
         self.request = request
+        self.status = status
 
     def __call__(self, backend: DaemonBackend, kinds: Sequence[ProofKindInfo], cold: ColdStart) -> None:
         """Preload, warm up and wait for the PCE of each kind not yet ready on ``backend``.
@@ -72,10 +74,10 @@ class Readiness:
                         tree.reset_hwm()
                     with backend.cache_lock(kind):
                         t0 = time.monotonic()
-                        load = functools.partial(
-                            client.preload_srs, kind.circuit_id, self.settings.ready_timeout
-                        )
-                        watched(backend, load, f"PreloadSRS {kind.circuit_id}")
+                        timeout = self.settings.ready_timeout
+                        load = functools.partial(client.preload_srs, kind.circuit_id, timeout)
+                        with self.status.stage(f"{backend.label}: loading the {kind.name} SRS", timeout):
+                            watched(backend, load, f"PreloadSRS {kind.circuit_id}", self.status.tick)
                         cold.srs_load_s[kind.name] = time.monotonic() - t0
                         if not self.settings.skip_warmup:
                             self._warm_up(client, backend, kind, cold)
@@ -103,7 +105,9 @@ class Readiness:
         t0 = time.monotonic()
         request = self.request(backend, kind)
         prove = functools.partial(client.prove, request, self.settings.warmup_timeout)
-        result = watched(backend, prove, f"the {kind.name} warm-up proof (job {request.request_id})")
+        what = f"the {kind.name} warm-up proof (job {request.request_id})"
+        with self.status.stage(f"{backend.label}: {kind.name} warm-up proof", self.settings.warmup_timeout):
+            result = watched(backend, prove, what, self.status.tick)
         cold.warmup_s[kind.name] = time.monotonic() - t0
         if not result.completed:
             raise ReadinessError(
@@ -124,7 +128,15 @@ class Readiness:
     ) -> None:
         t1 = time.monotonic()
         deadline = t1 + self.settings.warmup_timeout
+        with self.status.stage(f"{backend.label}: waiting for {pce.name}", self.settings.warmup_timeout):
+            self._poll_pce(backend, kind, pce, fresh, deadline)
+        cold.pce_s[kind.name] = time.monotonic() - t1
+
+    def _poll_pce(
+        self, backend: DaemonBackend, kind: ProofKindInfo, pce: Path, fresh: float, deadline: float
+    ) -> None:
         while not pce_complete(pce, fresh):
+            self.status.tick()
             if backend.pid is not None and not backend.alive():
                 raise DaemonExited(f"daemon died while writing {pce}: {backend.death_message()}")
             if time.monotonic() > deadline:
@@ -133,7 +145,6 @@ class Readiness:
                     f"{kind.name} warm-up proof"
                 )
             time.sleep(0.2)
-        cold.pce_s[kind.name] = time.monotonic() - t1
 
 
 def _record_peak(tree: ProcessTree, kind: str, cold: ColdStart) -> None:

@@ -30,6 +30,7 @@ from .errors import (
     ProofTimeout,
 )
 from .memory import MemoryReport
+from .progress import StatusLine
 from .proofcheck import check_proof
 from .proto import pb
 from .statuspoll import StatusMemory
@@ -82,6 +83,7 @@ class CaseResult:
     stabilised: bool = False
     windows: int = 0
     stop_reason: str = ""
+    known_issue: str | None = None  # the engine's known bug that explains every failure
 
     @property
     def ok(self) -> list[ProofRecord]:
@@ -115,6 +117,8 @@ class Runner:
     verify: Callable[[pb.SubmitProofRequest, bytes], bool] | None = None
     mark: Callable[[str], None] | None = None
     rss_peak: Callable[[], int | None] = lambda: None
+    status: StatusLine | None = None
+    tick: Callable[[], None] = lambda: None  # run_case points it at the case's line while it runs
 
     def death(self, what: str) -> DaemonExited:
         return DaemonExited(f"daemon died during {what}: {self.backend.death_message(self.rss_peak())}")
@@ -212,6 +216,7 @@ def run_wave(runner: Runner, kind: ProofKindInfo, wave: Wave) -> Wave:
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=_DEATH_POLL_S, return_when=FIRST_COMPLETED)
+            runner.tick()
             if not runner.backend.alive():
                 raise runner.death(what)
             if stuck := runner.backend.stuck():

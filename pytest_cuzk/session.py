@@ -12,49 +12,63 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Generator, Sequence
+import sys
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 
-from .backends.protocol import DaemonBackend
 from .backends.workspace import Workspace
-from .cases import CASE_FIXTURES, case_params, item_case, order_items
-from .figures import Figures
-from .settings import Settings
-from .wire.kinds import KINDS, ProofKindInfo
+from .options import CASE_FIXTURES, uses_cuzk
 
 if TYPE_CHECKING:
     from .backends.choice import DaemonChoice
+    from .backends.protocol import DaemonBackend
+    from .figures import Figures
     from .ledger import MetricLedger
-    from .progress import Progress
+    from .progress import StatusLine
     from .readiness import Readiness
+    from .settings import Settings
     from .testdata import TestData
+    from .wire.kinds import ProofKindInfo
 
 __all__ = ["FIGURES_KEY", "LOG_MARK_KEY", "CuzkSession"]
 
-FIGURES_KEY = pytest.StashKey[Figures]()
-LOG_MARK_KEY = pytest.StashKey[tuple[DaemonBackend, object, int]]()
+FIGURES_KEY = pytest.StashKey["Figures"]()
+LOG_MARK_KEY = pytest.StashKey["tuple[DaemonBackend, object, int]"]()
 
 
 class CuzkSession:
     """Daemons, data and readiness for one pytest process, and the hooks that report on them."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings | None = None) -> None:
+        """``settings`` when the run asked for cuzk; else they are resolved when first needed."""
         self.config = config
-        self.settings = settings
+        self._settings = settings
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "master")
         self.workspace = Workspace()
-        self.selected_kinds: set[str] = set(KINDS)
+        self.selected_kinds: set[str] | None = None  # None: every kind
         self.rows: list[Figures] = []
         self.colds: dict[str, dict[str, Any]] = {}
         self.notes: list[str] = []
+        self.not_run: list[tuple[str, str]] = []  # (nodeid, why) of cuzk tests whose setup failed or skipped
+        self.collected = False  # whether any collected test uses the plugin
+        self.known: list[tuple[str, str]] = []  # (nodeid, why) of cases failing with a known engine bug
         self.interrupted = False
         self._choice: DaemonChoice | None = None
         self._data: dict[Path | None, TestData] = {}
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
+        self._status: StatusLine | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            from .settings import resolve_settings
+
+            self._settings = resolve_settings(self.config)
+        return self._settings
 
     # --- daemons ----------------------------------------------------------------------------------
     @property
@@ -80,7 +94,7 @@ class CuzkSession:
 
         manifest = backend.profile().manifest()
         if manifest not in self._data:
-            self._data[manifest] = TestData(self.settings, manifest, self.progress())
+            self._data[manifest] = TestData(self.settings, manifest, self.status.download, self.status.say)
         return self._data[manifest]
 
     def data_sets(self) -> list[TestData]:
@@ -91,7 +105,7 @@ class CuzkSession:
         if self._readiness is None:
             from .readiness import Readiness
 
-            self._readiness = Readiness(self.settings, lambda b, k: self.data(b).request(k))
+            self._readiness = Readiness(self.settings, lambda b, k: self.data(b).request(k), self.status)
         return self._readiness
 
     @property
@@ -104,7 +118,9 @@ class CuzkSession:
 
     def wanted_kinds(self, backend: DaemonBackend, kinds: Sequence[str] | None = None) -> list[ProofKindInfo]:
         """The selected kinds (or ``kinds``) whose data can be had for ``backend``."""
-        wanted = [KINDS[k] for k in (kinds or sorted(self.selected_kinds))]
+        from .wire.kinds import KINDS
+
+        wanted = [KINDS[k] for k in (kinds or sorted(self.selected_kinds or KINDS))]
         data = self.data(backend)
         return [k for k in wanted if data.available(k)]
 
@@ -123,24 +139,27 @@ class CuzkSession:
         self.readiness(backend, self.wanted_kinds(backend, kinds), backend.state.cold[-1])
         return backend
 
-    def progress(self) -> Progress:
-        """Download progress on the terminal, even while pytest captures the fixture's output."""
-        from .progress import ProgressLine
+    @property
+    def status(self) -> StatusLine:
+        """The live line every wait shows on the terminal, written past pytest's capture."""
+        if self._status is None:
+            from .progress import StatusLine
 
+            self._status = StatusLine(self._terminal)
+        return self._status
+
+    @contextlib.contextmanager
+    def _terminal(self) -> Iterator[IO[str]]:
         capman = self.config.pluginmanager.getplugin("capturemanager")
-        lines: list[ProgressLine] = []
-
-        def show(name: str, done: int, total: int | None) -> None:
-            with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
-                lines[:] = lines or [ProgressLine()]  # made here: sys.stderr is the terminal's now
-                lines[0](name, done, total)
-
-        return show
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            yield sys.stderr  # looked up here: while capture is off it is the terminal's
 
     # --- collection -------------------------------------------------------------------------------
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         for name in CASE_FIXTURES:
             if name in metafunc.fixturenames:
+                from .cases import case_params
+
                 choice = self.choice
                 labels = [b.label for b in choice.backends]
                 params = case_params(labels, choice.mode == "attach", self.settings, name == "cuzk_kind")
@@ -148,27 +167,55 @@ class CuzkSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Group cuzk tests by daemon and batch size so a spawned daemon restarts once per configuration."""
+        """Check ``cuzk_kinds`` markers, and group cuzk tests so a spawned daemon restarts once per size."""
+        self.collected = any(uses_cuzk(item) for item in items)
+        if not self.collected:
+            return  # nothing of cuzk here: not even its modules are loaded
+        from .cases import order_items
+
+        bad = [
+            f"{item.nodeid}: @pytest.mark.cuzk_kinds: {why}"
+            for item in items
+            for mark in item.iter_markers("cuzk_kinds")
+            for name in mark.args
+            if (why := _kind_problem(str(name)))
+        ]
+        if bad:  # a usage error, said as one (not an INTERNALERROR)
+            pytest.exit("; ".join(bad), returncode=pytest.ExitCode.USAGE_ERROR)
         order_items(items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Only the kinds the run selected (``-k porep``, ``cuzk_kinds`` markers) get preload and warm-up."""
+        if not self.collected:
+            return
+        from .cases import item_case
+        from .wire.kinds import by_name
+
         kinds = {c.kind.name for c in (item_case(i) for i in session.items) if c is not None}
-        kinds |= {KINDS[k].name for i in session.items for m in i.iter_markers("cuzk_kinds") for k in m.args}
+        marked = (str(k) for i in session.items for m in i.iter_markers("cuzk_kinds") for k in m.args)
+        kinds |= {by_name(k).name for k in marked if _kind_problem(k) is None}  # the rest stop the run
         if kinds:
             self.selected_kinds = kinds
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Under xdist, attached daemons are never shared: each worker takes one daemon's tests."""
-        if config.getvalue("dist") != "load" or self.choice.mode != "attach":
+        if not self.asked or config.getvalue("dist") != "load" or self.choice.mode != "attach":
             return None
         from .fleet import DaemonScheduling
 
         return DaemonScheduling(config, log, list(self.backends))
 
     # --- reporting --------------------------------------------------------------------------------
+    @property
+    def asked(self) -> bool:
+        """Whether this run is about a daemon: a cuzk option is set, or a cuzk test made it choose one."""
+        return self.settings.requested or self._choice is not None
+
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        """Only a run that asked for cuzk hears of it (and only such a run probes for a daemon)."""
+        if not self.settings.requested:
+            return []
         from .report import header_lines
 
         return header_lines(self)
@@ -183,10 +230,14 @@ class CuzkSession:
         if seen is None:
             return report
         backend, log, offset = seen
+        if report.when == "setup" and (report.failed or report.skipped):
+            report.user_properties.append(("cuzk_not_run", _first_line(report)))
         if report.failed and backend.log is not None:
             since = offset if backend.log is log else 0  # a restarted daemon has a new log
             report.sections.append(("cuzk daemon log", backend.log.log_tail(60, since=since)))
             self.workspace.keep = True  # keep the log the messages point to
+        if report.when == "call" and call.excinfo is not None:
+            self._after_a_timeout(item, backend, call.excinfo.value)
         if report.when == "call":
             for cold in backend.state.cold:
                 key = f"{self.worker}/{backend.label}/{cold.batch_size}/{cold.start_s}"
@@ -199,13 +250,37 @@ class CuzkSession:
             self.ledger.observe(backend)
         return report
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect the figures every test (on any worker) reported."""
-        if report.when != "call":
+    def _after_a_timeout(self, item: pytest.Item, backend: DaemonBackend, error: BaseException) -> None:
+        """A test's own call to the daemon timed out: a hung daemon, or a proof it cannot cancel.
+
+        Either way the daemon is not trusted with the next test: a hung one is killed (or,
+        attached, taken out of the run), one still busy with the proof restarted likewise.
+        """
+        from .errors import DeadlineExceeded, ProofTimeout
+
+        if not isinstance(error, (ProofTimeout, DeadlineExceeded)) or not backend.alive():
             return
+        seen = backend.health(self.settings.probe_timeout)
+        if seen is not None:
+            backend.hung(f"daemon hung: {seen} after a call timed out in {item.name}")
+        else:
+            backend.take_out(f"a call timed out in {item.name} ({error}); cuzk cannot cancel it")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect the figures every test (on any worker) reported, and what did not run and why."""
         for name, value in report.user_properties:
-            if name == "cuzk_figures" and isinstance(value, dict):
+            if not name.startswith("cuzk_"):
+                continue
+            from .figures import Figures
+
+            if name == "cuzk_not_run" and report.when == "setup":
+                self.not_run.append((report.nodeid, str(value)))
+            elif report.when != "call":
+                continue
+            elif name == "cuzk_figures" and isinstance(value, dict):
                 self.rows.append(Figures.from_dict(value))
+                if getattr(report, "wasxfail", None):
+                    self.known.append((report.nodeid, str(report.wasxfail)))
             elif name == "cuzk_cold" and isinstance(value, dict):
                 self.colds[value["key"]] = value
 
@@ -223,7 +298,7 @@ class CuzkSession:
             self.ledger.merge_wire(totals)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not (self.rows or self.colds):
+        if not (self.rows or self.colds or self.not_run):
             return
         from .report import summary_lines
 
@@ -236,6 +311,8 @@ class CuzkSession:
         self, config: pytest.Config, machine_info: dict[str, Any]
     ) -> None:
         """GPUs, driver, CUDA, host RAM/CPU and the daemon build: compared runs say which build is which."""
+        if not self.asked:
+            return
         from .hostinfo import host_info
 
         backends = self.choice.backends
@@ -259,3 +336,21 @@ class CuzkSession:
                 except Exception as exc:  # keep stopping the others
                     self.notes.append(f"could not stop daemon {backend.label}: {exc}")
         self.workspace.cleanup()
+
+
+def _first_line(report: pytest.TestReport) -> str:
+    """The reason a setup failed or skipped, in one line (a skip's message, or the error's last line)."""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    lines = [line for line in report.longreprtext.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "setup failed"
+
+
+def _kind_problem(name: str) -> str | None:
+    from .wire.kinds import by_name
+
+    try:
+        by_name(name)
+    except KeyError as exc:
+        return str(exc.args[0])
+    return None

@@ -1,4 +1,4 @@
-"""pytest-cuzk's options resolved into one ``Settings`` record (``options`` declares them).
+"""The options resolved into one ``Settings`` record, each value checked where it came from.
 
 Every ``--cuzk-*`` flag has a ``cuzk_*`` ini twin and a ``PYTEST_CUZK_*`` environment
 variable. Precedence lives in ``resolve_settings``: command line, then environment,
@@ -9,19 +9,26 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .options import OPTIONS, Option
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from .options import OPTIONS, REF_PRESETS, option_value
 from .wire.kinds import KINDS, by_name
 from .wire.units import parse_size, parse_thresholds
 
-__all__ = ["THIS_DAEMON", "Settings", "daemon_value", "resolve_settings"]
+__all__ = ["THIS_DAEMON", "Settings", "check_paths", "daemon_value", "resolve_settings"]
 
 QUICK_CALL_S = 60.0
+MIN_INTERVAL_S = 0.005  # the memory sampler cannot sample faster
 HUNG_PROBE_S = 5.0
 MODES = ("auto", "spawn", "ref")
 
@@ -40,6 +47,8 @@ class Settings:
     manifest: Path | None
     inputs: dict[str, Path]
     offline: bool
+    download_stall: float
+    download_timeout: float
     skip_warmup: bool
     lowmem_warmup: str
     preset: str
@@ -61,6 +70,9 @@ class Settings:
     compare_fail: dict[str, float] = field(default_factory=dict)
     baseline: Path | None = None
     plots: Path | None = None
+    html: Path | None = None
+    allow_missing: bool = False
+    requested: bool = False  # a --cuzk-* option, PYTEST_CUZK_* variable or cuzk_* ini key is set
     labels: dict[str, str] = field(default_factory=dict)
     host_ids: dict[str, str] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
@@ -84,24 +96,6 @@ class Settings:
     def gates_asked(self) -> bool:
         """Whether any gate option is set (the gates sink is registered only then)."""
         return bool(self.min_throughput or self.max_rss or self.max_vram or self.compare_fail)
-
-
-def _raw(config: pytest.Config, opt: Option) -> tuple[Any, str]:
-    """The option's value and where it came from, by precedence."""
-    value = config.getoption(opt.flag)
-    if value not in (None, []):
-        return value, f"option {opt.flag}"
-    if opt.env in os.environ:
-        env = os.environ[opt.env]
-        if opt.kind == "bool":
-            return env.strip().lower() in ("1", "true", "yes", "on"), f"environment variable {opt.env}"
-        if opt.kind == "list":
-            return [v for v in env.split(";") if v.strip()], f"environment variable {opt.env}"
-        return env, f"environment variable {opt.env}"
-    ini = config.getini(opt.ini)
-    if ini not in (None, [], ""):
-        return ini, f"ini key {opt.ini}"
-    return opt.default, f"default of {opt.flag}"
 
 
 def _size(text: str, where: str) -> int:
@@ -179,8 +173,6 @@ def _whole(text: Any, where: str) -> int:
 
 
 def _interval(text: Any, where: str) -> float:
-    from .memory import MIN_INTERVAL_S
-
     value = _float(text, where)
     if value < MIN_INTERVAL_S:
         raise pytest.UsageError(
@@ -225,15 +217,63 @@ def _address(addr: str, where: str, hint: str) -> None:
         raise pytest.UsageError(f"Invalid address {addr!r} from {where}: {hint} ({exc})") from exc
 
 
+def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+    text = str(value).strip()
+    if text not in choices:
+        raise pytest.UsageError(f"Invalid value {text!r} from {where}: use one of {', '.join(choices)}")
+    return text
+
+
+def _results_db(value: Any, where: str) -> str:
+    """``default``, a SQLAlchemy URL or a database file's path; a bare word is a typo, not a file name."""
+    text = str(value).strip()
+    if text == "default" or "://" in text or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
+        return text
+    raise pytest.UsageError(
+        f"Invalid results database {text!r} from {where}: use default, a SQLAlchemy URL "
+        "(sqlite:///FILE, postgresql://USER@HOST/DB) or the path of a SQLite file (ending in .db)"
+    )
+
+
+def check_paths(s: Settings) -> None:
+    """The files and directories the options name exist and are what they must be; at configure time."""
+    if s.binary is not None and not (s.binary.is_file() and os.access(s.binary, os.X_OK)):
+        why = "is not an executable file" if s.binary.exists() else "does not exist"
+        raise pytest.UsageError(
+            f"--cuzk-binary {s.binary} {why}: pass the path of the cuzk daemon executable"
+        )
+    for flag, path in (
+        ("--cuzk-config", s.config),
+        ("--cuzk-baseline", s.baseline),
+        ("--cuzk-manifest", s.manifest),
+    ):
+        if path is not None and not path.is_file():
+            raise pytest.UsageError(f"{flag} {path} does not exist (or is not a file): fix the path")
+    if s.config is not None:
+        try:
+            tomllib.loads(s.config.read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise pytest.UsageError(
+                f"--cuzk-config {s.config} is not valid TOML ({exc}): fix the file"
+            ) from None
+    for kind, path in s.inputs.items():
+        if not path.is_file():
+            raise pytest.UsageError(f"--cuzk-input {kind}={path}: no such file; fix the path")
+    for flag, path in (("--cuzk-param-cache", s.param_cache), ("--cuzk-data-dir", s.data_dir)):
+        if path is not None and path.exists() and not path.is_dir():
+            raise pytest.UsageError(f"{flag} {path} is a file, not a directory: pass a directory")
+
+
 def default_data_dir() -> Path:
-    """The user's cache dir for test data (XDG_CACHE_HOME honoured)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-cuzk"
+    """The user's cache dir for test data (XDG_CACHE_HOME honoured); cuzk-ref keeps its params there too."""
+    from .wire.paths import user_cache_dir
+
+    return user_cache_dir()
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
     """Apply precedence and validation to every option; raise ``pytest.UsageError`` naming the source."""
-    raw = {opt.name: _raw(config, opt) for opt in OPTIONS}
+    raw = {opt.name: option_value(config, opt) for opt in OPTIONS}
 
     def path(name: str) -> Path | None:
         value = raw[name][0]
@@ -276,9 +316,13 @@ def resolve_settings(config: pytest.Config) -> Settings:
         manifest=path("manifest"),
         inputs=inputs,
         offline=bool(raw["offline"][0]),
+        download_stall=_float(*raw["download-stall"]),
+        download_timeout=_float(*raw["download-timeout"]),
+        allow_missing=bool(raw["allow-missing"][0]),
+        requested=any(not where.startswith("default of") for _, where in raw.values()),
         skip_warmup=bool(raw["skip-warmup"][0]),
         lowmem_warmup=lowmem,
-        preset=str(raw["preset"][0]),
+        preset=_choice(*raw["preset"], REF_PRESETS),
         start_timeout=_float(raw["start-timeout"][0], raw["start-timeout"][1]),
         ready_timeout=_float(raw["ready-timeout"][0], raw["ready-timeout"][1]),
         warmup_timeout=_float(raw["warmup-timeout"][0], raw["warmup-timeout"][1]),
@@ -297,8 +341,9 @@ def resolve_settings(config: pytest.Config) -> Settings:
         compare_fail=_compare_fail(raw["compare-fail"][0], raw["compare-fail"][1]),
         baseline=path("baseline"),
         plots=path("plots"),
+        html=path("html"),
         labels=_identities(*raw["label"], "ADDR=NAME", len(attach)),
         host_ids=_identities(*raw["host-id"], "ADDR=ID", len(attach)),
         status=_identities(*raw["status"], "ADDR=HOST:PORT", len(attach)),
-        results_db=str(results_db) if results_db else None,
+        results_db=_results_db(results_db, raw["results-db"][1]) if results_db else None,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from .datastore import DataStore
@@ -22,7 +23,7 @@ from .wire.kinds import ProofKindInfo
 
 __all__ = ["DEFAULT_MANIFEST", "TestData"]
 
-DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "fixtures" / "manifest.toml"
+DEFAULT_MANIFEST = Path(__file__).resolve().parent / "suite" / "manifest.toml"
 
 
 class TestData:
@@ -30,10 +31,17 @@ class TestData:
 
     __test__ = False  # not a pytest test class despite the name
 
-    def __init__(self, settings: Settings, manifest: Path | None, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        manifest: Path | None,
+        progress: Progress | None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.manifest_path = settings.manifest or manifest or DEFAULT_MANIFEST
         self._progress = progress
+        self._say = say
         self._manifest: Manifest | None = None
         self._found: dict[str, list[Path] | DataUnavailable] = {}
         self._templates: dict[str, list[pb.SubmitProofRequest]] = {}
@@ -54,7 +62,15 @@ class TestData:
             reason, hint = "file not found", "fix the path in --cuzk-input"
             return DataUnavailable(kind.name, str(path), path, f"--cuzk-input {kind.name}=", reason, hint)
         if kind.name not in self._found:
-            store = DataStore(self.settings.data_dir, offline=self.settings.offline, progress=self._progress)
+            s = self.settings
+            store = DataStore(
+                s.data_dir,
+                offline=s.offline,
+                progress=self._progress,
+                say=self._say,
+                stall_s=s.download_stall,
+                deadline_s=s.download_timeout,
+            )
             self._found.update(store.ensure_all(self.manifest(), [kind.name]))
             self.notes += store.notes
         return self._found[kind.name]

@@ -21,8 +21,14 @@ POLL_S = 0.2
 _T = TypeVar("_T")
 
 
-def watched(backend: DaemonBackend, call: Callable[[], _T], what: str, poll_s: float = POLL_S) -> _T:
-    """Run ``call`` in a thread, polling the daemon; DaemonExited or DaemonHung names ``what``.
+def watched(
+    backend: DaemonBackend,
+    call: Callable[[], _T],
+    what: str,
+    tick: Callable[[], None],
+    poll_s: float = POLL_S,
+) -> _T:
+    """Run ``call`` in a thread, polling the daemon (and ``tick``); DaemonExited or DaemonHung names ``what``.
 
     The caller closes its client when this raises, which ends the call left in the thread.
     """
@@ -33,7 +39,7 @@ def watched(backend: DaemonBackend, call: Callable[[], _T], what: str, poll_s: f
             try:
                 return future.result(timeout=poll_s)
             except FutureTimeout:
-                pass
+                tick()
             if not backend.alive():
                 raise DaemonExited(f"daemon died during {what}: {backend.death_message()}")
             if stuck := backend.stuck():

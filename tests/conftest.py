@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import venv
 from pathlib import Path
 
 import pytest
 from support import QUICK_PLAN
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +36,7 @@ def inner(pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.Mon
     def run(files: dict[str, str], *args: str, timeout: float = 300):
         pytester.makepyfile(**files)
         return pytester.runpytest_subprocess(
+            ".",  # these files, not the packaged suite a bare --cuzk-daemon runs
             "--cuzk-daemon=ref",
             f"--cuzk-data-dir={shared_cache}",
             "-p",
@@ -41,3 +47,21 @@ def inner(pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.Mon
         )
 
     return run
+
+
+@pytest.fixture(scope="session")
+def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with the wheel of this checkout installed, not editable: what ``pip install`` gives a user."""
+    root = tmp_path_factory.mktemp("as-a-user")
+    wheels = root / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    venv.create(root / "venv", with_pip=True)
+    python = root / "venv" / "bin" / "python"
+    (wheel,) = wheels.glob("pytest_cuzk-*.whl")
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True, timeout=600
+    )
+    return python

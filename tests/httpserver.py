@@ -1,8 +1,9 @@
 """A small real HTTP server on 127.0.0.1 for download tests.
 
-Serves in-memory files with Range support and can misbehave on purpose: answer
-404, cut the connection after N bytes, ignore Range, or send slowly. Every
-request is recorded so tests can assert what the client sent.
+Serves in-memory files with Range, ETag and If-Range support, and can misbehave on
+purpose: answer 404, cut the connection after N bytes, ignore Range, leave out
+Content-Length or the ETag, send slowly, or trickle a byte at a time. Every request
+is recorded so tests can assert what the client sent.
 
     with FileServer() as server:
         url = server.add("/c1.json", payload)
@@ -14,6 +15,7 @@ request is recorded so tests can assert what the client sent.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import time
@@ -39,8 +41,12 @@ class Request:
 class _Rules:
     files: dict[str, bytes] = field(default_factory=dict)
     cuts: dict[str, list[int]] = field(default_factory=dict)
+    after_cut: dict[str, bytes] = field(default_factory=dict)
     ignore_range: bool = False
     delay_s: float = 0.0
+    no_length: bool = False  # close-delimited bodies, as HTTP/1.0 allows
+    no_etag: bool = False
+    trickle_s: float = 0.0  # one byte, then this pause, over and over
 
 
 class FileServer:
@@ -76,13 +82,26 @@ class FileServer:
         """Stop serving ``path``: it answers 404 from now on."""
         self.rules.files.pop(path, None)
 
-    def cut_after(self, path: str, nbytes: int, times: int = 1) -> None:
-        """Make the next ``times`` GETs of ``path`` close the connection after ``nbytes`` body bytes."""
+    def cut_after(self, path: str, nbytes: int, times: int = 1, then_serve: bytes | None = None) -> None:
+        """Make the next ``times`` GETs of ``path`` close the connection after ``nbytes`` body bytes.
+
+        ``then_serve``: the file changes upstream right after the cut.
+        """
         self.rules.cuts[path] = [nbytes] * times
+        if then_serve is not None:
+            self.rules.after_cut[path] = then_serve
 
     def ignore_range(self, on: bool = True) -> None:
         """Answer every GET with the whole file (200), as servers without Range support do."""
         self.rules.ignore_range = on
+
+    def leave_out(self, length: bool = False, etag: bool = False) -> None:
+        """Send no Content-Length (the body ends when the connection closes), or no ETag."""
+        self.rules.no_length, self.rules.no_etag = length, etag
+
+    def trickle(self, pause_s: float) -> None:
+        """Send the body a byte at a time, ``pause_s`` apart: never stalled, never done."""
+        self.rules.trickle_s = pause_s
 
     def slow(self, delay_s: float) -> None:
         """Sleep ``delay_s`` before each 64 KiB chunk, to keep a transfer in flight."""
@@ -122,27 +141,46 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
             if data is None:
                 self.send_error(404)
                 return
+            etag = f'"{hashlib.sha1(data).hexdigest()}"'
             start = _range_start(self.headers.get("Range")) if not rules.ignore_range else None
+            if_range = self.headers.get("If-Range")
+            if start is not None and if_range is not None and if_range != etag:
+                start = None  # the file changed since the client's part: the whole new one
             if start is not None and start >= len(data):
                 self.send_error(416)
                 return
             body = data[start or 0 :]
             self.send_response(200 if start is None else 206)
-            self.send_header("Content-Length", str(len(body)))
+            if not rules.no_length:
+                self.send_header("Content-Length", str(len(body)))
+            if not rules.no_etag:
+                self.send_header("ETag", etag)
             self.send_header("Accept-Ranges", "none" if rules.ignore_range else "bytes")
             if start is not None:
                 self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
             self.end_headers()
             cuts = rules.cuts.get(self.path)
             limit = cuts.pop(0) if cuts else len(body)
-            self._send(body[:limit], rules.delay_s)
+            self._send(body[:limit], rules.delay_s, rules.trickle_s)
+            if limit < len(body) and self.path in rules.after_cut:
+                rules.files[self.path] = rules.after_cut.pop(self.path)
             self.close_connection = True
 
-        def _send(self, body: bytes, delay_s: float) -> None:
-            for offset in range(0, len(body), CHUNK):
-                if delay_s:
-                    time.sleep(delay_s)
-                self.wfile.write(body[offset : offset + CHUNK])
+        def _send(self, body: bytes, delay_s: float, trickle_s: float) -> None:
+            """Send ``body`` slowly as asked; a client that gave up on it (tests make it) is no error."""
+            step = 1 if trickle_s else CHUNK
+            try:
+                for offset in range(0, len(body), step):
+                    if trickle_s:
+                        self.wfile.write(body[offset : offset + 1])
+                        self.wfile.flush()
+                        time.sleep(trickle_s)
+                        continue
+                    if delay_s:
+                        time.sleep(delay_s)
+                    self.wfile.write(body[offset : offset + CHUNK])
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
 
         def log_message(self, format: str, *args: object) -> None:
             """Keep test output quiet."""

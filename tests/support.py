@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-SUITE = Path(__file__).parent / "suite"
+SUITE = Path(__file__).resolve().parents[1] / "pytest_cuzk" / "suite"
 PROVE_SOURCE = (SUITE / "test_prove.py").read_text()
 # Inner runs measure exactly two proofs a case unless a test asks for more (both flags: the
 # last of a repeated flag wins): the measurement plan is tested on its own, in seconds.
@@ -40,17 +40,20 @@ class RefDaemons:
 
 
 @contextmanager
-def ref_daemons(tmp_path: Path, count: int = 1) -> Iterator[RefDaemons]:
-    """Generate data once and start ``count`` cuzk-ref daemons on unix sockets sharing a param cache."""
+def ref_daemons(tmp_path: Path, count: int = 1, config: str = "") -> Iterator[RefDaemons]:
+    """Generate data once and start ``count`` cuzk-ref daemons on unix sockets sharing a param cache.
+
+    ``config`` is added to their TOML (``[ref]`` or ``[ref.faults]`` tables).
+    """
     cli = [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
     data, params = tmp_path / "data", tmp_path / "params"
     subprocess.run([*cli, "gen-data", str(data)], check=True, stdout=subprocess.DEVNULL)
-    config = tmp_path / "ref.toml"
-    config.write_text(f'[srs]\nparam_cache = "{params}"\n')
+    toml = tmp_path / "ref.toml"
+    toml.write_text(f'[srs]\nparam_cache = "{params}"\n{config}')
     addresses = [f"unix://{tmp_path / f'ref{i}.sock'}" for i in range(count)]
     procs = [
         subprocess.Popen(
-            [*cli, "-c", str(config), "-l", addr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            [*cli, "-c", str(toml), "-l", addr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         for addr in addresses
     ]
@@ -58,5 +61,5 @@ def ref_daemons(tmp_path: Path, count: int = 1) -> Iterator[RefDaemons]:
         yield RefDaemons(addresses, data / "manifest.toml", params, procs)
     finally:
         for proc in procs:
-            proc.terminate()
+            proc.terminate()  # SIGTERM: stops either personality
             proc.wait(10)

@@ -20,8 +20,8 @@ from pytest_cuzk.client import (
     ProvingClient,
     parse_metrics,
 )
+from pytest_cuzk.errormap import ERROR_CLASSES
 from pytest_cuzk.errors import (
-    ERROR_CLASSES,
     DaemonUnavailable,
     DeadlineExceeded,
     InternalError,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
-import io
+import json
 import multiprocessing
 import os
 import random
 import re
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,11 +21,21 @@ from pytest_cuzk import datastore
 from pytest_cuzk.datastore import DataStore
 from pytest_cuzk.errors import DataUnavailable, ManifestError
 from pytest_cuzk.manifest import Manifest, load_manifest
-from pytest_cuzk.progress import ProgressLine
+from pytest_cuzk.testdata import DEFAULT_MANIFEST
 from pytest_cuzk.wire.kinds import KINDS
 
-PAYLOAD = random.Random(0).randbytes(1_000_000)
+# A whole C1 output wrapper (about 1 MB): a download that no sha256 pins must parse as one.
+PAYLOAD = json.dumps(
+    {
+        "SectorNum": 1,
+        "Phase1Out": base64.b64encode(random.Random(0).randbytes(750_000)).decode(),
+        "SectorSize": 34359738368,
+    }
+).encode()
 PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
+OTHER = json.dumps(
+    {"SectorNum": 2, "Phase1Out": base64.b64encode(b"o" * 900_000).decode(), "SectorSize": 1}
+).encode()
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -120,12 +132,13 @@ def test_server_that_ignores_range_gets_a_clean_restart(tmp_path, server, store)
     assert [("Range" in r.headers) for r in server.requests] == [False, True]
 
 
-def test_stale_part_longer_than_the_file_starts_over(tmp_path, server, store):
+def test_a_part_with_no_validator_beside_it_is_not_resumed(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "c1.json.part").write_bytes(b"x" * (len(PAYLOAD) + 10))
+    (tmp_path / "cache" / "c1.json.part").write_bytes(b"x" * 1000)
     assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
-    assert server.count() == 2
+    (request,) = server.requests
+    assert "Range" not in request.headers
 
 
 def test_transfer_that_keeps_breaking_gives_up(tmp_path, server, store):
@@ -219,7 +232,7 @@ def test_first_download_pins_sha256_and_later_runs_are_held_to_it(tmp_path, serv
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None)
     path = store.ensure(manifest.entries["porep"][0], manifest)
     pin = tmp_path / "cache" / "c1.json.pin.json"
-    assert f"recorded the observed sha256 {PAYLOAD_SHA} in {pin}" in store.notes[0]
+    assert f"trusting it on first use: recorded sha256 {PAYLOAD_SHA} in {pin}" in store.notes[0]
     path.write_bytes(b"tampered")
     server.add("/c1.json", b"changed upstream")
     with pytest.raises(DataUnavailable) as info:
@@ -245,7 +258,7 @@ def test_hand_placed_cache_file_is_pinned_too(tmp_path, store):
 
 
 def test_changed_url_drops_the_old_pin_and_fetches_again(tmp_path, server, store):
-    old = porep_manifest(tmp_path, server.add("/old.json", b"old data"), sha256=None)
+    old = porep_manifest(tmp_path, server.add("/old.json", OTHER), sha256=None)
     store.ensure(old.entries["porep"][0], old)
     new = porep_manifest(tmp_path, server.add("/new.json", PAYLOAD), sha256=None)
     assert store.ensure(new.entries["porep"][0], new).read_bytes() == PAYLOAD
@@ -294,20 +307,8 @@ def test_two_processes_download_once(tmp_path, server):
     assert (tmp_path / "cache" / "c1.json").read_bytes() == PAYLOAD
 
 
-def test_progress_line_on_a_plain_stream():
-    out = io.StringIO()
-    line = ProgressLine(out)
-    line("c1.json", 0, 2_000_000)
-    line("c1.json", 1_000_000, 2_000_000)  # throttled
-    line("c1.json", 2_000_000, 2_000_000)
-    assert out.getvalue().splitlines() == [
-        "downloading c1.json: 0.0/2.0 MB (0%)",
-        "downloading c1.json: 2.0/2.0 MB (100%)",
-    ]
-
-
 def test_default_manifest_lists_every_kind():
-    manifest = load_manifest(REPO / "fixtures" / "manifest.toml")
+    manifest = load_manifest(DEFAULT_MANIFEST)
     assert set(manifest.entries) == set(KINDS)
     porep = manifest.entries["porep"][0]
     assert porep.url == "https://pub-08ae819c828244bdbe5f615fd8c5e144.r2.dev/c1.json"
@@ -432,3 +433,84 @@ request = {miner_id = 1000, sector_number = 2}
     assert [r.sector_number for r in requests] == [1, 2, 1, 2]
     assert [r.vanilla_proof for r in requests[:2]] == [b'{"a": 1}', b'{"b": 2}']
     assert len({r.request_id for r in requests}) == 4 and data.sectors(KINDS["porep"]) == 2
+
+
+def test_a_cut_download_with_no_length_and_no_sha256_is_never_placed_nor_pinned(tmp_path, server):
+    said: list[str] = []
+    store = DataStore(tmp_path / "cache", progress=lambda *a: None, say=said.append)
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None)
+    server.leave_out(length=True)
+    server.cut_after("/c1.json", len(PAYLOAD) // 2, times=datastore.ATTEMPTS)
+    with pytest.raises(DataUnavailable, match="cannot be trusted: the server sent no Content-Length"):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert not (tmp_path / "cache" / "c1.json").exists()
+    assert not (tmp_path / "cache" / "c1.json.pin.json").exists()
+    assert said == []
+
+
+def test_a_whole_download_with_no_length_is_trusted_on_first_use_and_says_so(tmp_path, server):
+    said: list[str] = []
+    store = DataStore(tmp_path / "cache", progress=lambda *a: None, say=said.append)
+    manifest = write_manifest(
+        tmp_path, f'[kinds.porep]\nfile = "c1.json"\nurl = "{server.add("/c1.json", PAYLOAD)}"\n'
+    )
+    server.leave_out(length=True)
+    with pytest.raises(DataUnavailable, match="the server sent no Content-Length"):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    server.leave_out()
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
+    assert len(said) == 1 and "trusting it on first use" in said[0]
+
+
+def test_a_resume_against_a_changed_file_takes_the_new_file_whole(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None)
+    server.cut_after("/c1.json", 600_000, then_serve=OTHER)
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == OTHER, "nothing spliced"
+    _, second = server.requests
+    assert second.headers["If-Range"] == f'"{hashlib.sha1(PAYLOAD).hexdigest()}"'
+
+
+def test_a_resume_without_a_validator_starts_over(tmp_path, server, store):
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.leave_out(etag=True)
+    server.cut_after("/c1.json", 600_000)
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
+    assert "Range" not in server.requests[1].headers
+
+
+def test_a_stalled_server_is_given_up_after_the_stall_deadline(tmp_path, server):
+    store = DataStore(tmp_path / "cache", progress=lambda *a: None, stall_s=0.5)
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.slow(3.0)
+    started = time.monotonic()
+    with pytest.raises(
+        DataUnavailable, match=r"sent no byte for 0.5 s after 0 bytes \(--cuzk-download-stall\)"
+    ):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert time.monotonic() - started < 3
+
+
+def test_a_trickling_server_is_given_up_at_the_overall_deadline(tmp_path, server):
+    store = DataStore(tmp_path / "cache", progress=lambda *a: None, deadline_s=1.0)
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.trickle(0.01)
+    with pytest.raises(DataUnavailable, match=r"was still sending after 1 s \(\d+ bytes so far\)"):
+        store.ensure(manifest.entries["porep"][0], manifest)
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw", "problem"),
+    [
+        ("porep", PAYLOAD, None),
+        ("porep", PAYLOAD[: len(PAYLOAD) // 2], "not complete C1 output wrapper JSON"),
+        ("porep", b'{"SectorNum": 1}', "not a C1 output wrapper"),
+        ("wpost", b'["aGVsbG8=", "d29ybGQ="]', None),
+        ("wpost", b'["aGVsbG8=", "d29y', "not a complete JSON array of base64 strings"),
+        ("snap", b"\x01\x02raw bincode", "its completeness cannot be checked"),
+    ],
+)
+def test_a_file_is_known_whole_by_its_kinds_format(kind, raw, problem):
+    from pytest_cuzk.wire.vanilla import format_problem
+
+    found = format_problem(kind, raw)
+    assert (found is None) if problem is None else (problem in (found or "")), found

@@ -5,9 +5,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from pytest_cuzk.errormap import ERROR_CLASSES, GENERIC_CODES, map_grpc_errors
 from pytest_cuzk.errors import (
-    ERROR_CLASSES,
-    GENERIC_CODES,
     CuzkError,
     MessageTooLarge,
     NotFound,
@@ -15,7 +14,6 @@ from pytest_cuzk.errors import (
     ProofStructureError,
     ProofTimeout,
     RpcError,
-    map_grpc_errors,
 )
 
 

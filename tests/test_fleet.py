@@ -17,6 +17,7 @@ def test_two_daemons_prove_in_parallel_and_land_in_one_database(pytester, tmp_pa
         result = pytester.runpytest_subprocess(
             "-n",
             "2",
+            ".",
             f"--cuzk-daemon={addr_a},{addr_b}",
             f"--cuzk-label={addr_a}=rtx4090",
             f"--cuzk-label={addr_b}=a40",

@@ -46,7 +46,7 @@ def test_a_daemon_that_exits_fails_at_once_with_code_and_log(tmp_path):
     daemon.start()
     start = time.monotonic()
     with pytest.raises(DaemonExited) as err:
-        daemon.wait_answering(timeout_s=60)
+        daemon.wait_answering(60, lambda: None)
     assert time.monotonic() - start < 10, "must not wait for the timeout when the process is gone"
     assert "exited with code 3" in str(err.value)
     assert "bad config: no GPU" in str(err.value)
@@ -57,7 +57,7 @@ def test_a_daemon_that_never_answers_fails_at_the_timeout_naming_the_address(tmp
     daemon.start()
     try:
         with pytest.raises(DaemonExited) as err:
-            daemon.wait_answering(timeout_s=1.0)
+            daemon.wait_answering(1.0, lambda: None)
         assert daemon.address in str(err.value)
         assert "did not answer within 1s" in str(err.value)
         assert "starting" in str(err.value)

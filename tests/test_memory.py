@@ -13,7 +13,7 @@ import pynvml
 import pytest
 from test_hostinfo import FakeNvml
 
-from pytest_cuzk.memory import DaemonSampler, MemoryReport
+from pytest_cuzk.memory import TRAVEL_MARKS, TRAVEL_POINTS, DaemonSampler, MemoryReport, MemorySeries
 
 MB = 1_000_000
 
@@ -84,6 +84,9 @@ def child(tmp_path: Path) -> Iterator[Child]:
 def sample(child: Child, actions: list[str], interval_s: float = 0.02, hold_s: float = 0.3) -> MemoryReport:
     sampler = DaemonSampler(child.pid, interval_s=interval_s, nvml=False)
     sampler.start()
+    deadline = time.monotonic() + 10
+    while sampler.rss_peak_so_far() is None and time.monotonic() < deadline:
+        time.sleep(0.005)  # the baseline is sampled before the first action, however loaded the machine
     time.sleep(interval_s * 2)
     for action in actions:
         sampler.mark(action)
@@ -113,7 +116,10 @@ def test_vmhwm_catches_a_spike_that_slow_polling_can_miss(child: Child) -> None:
     baseline = report.series.rss_bytes[0]
     assert report.rss_hwm_peak_bytes is not None
     assert report.rss_hwm_peak_bytes - baseline >= 0.97 * 150 * MB, "the kernel high-water mark saw the spike"
-    assert report.rss_hwm_peak_bytes >= report.rss_peak_bytes
+    # The kernel keeps RSS in per-CPU counters that it folds in batches, so VmHWM and a polled RSS can
+    # disagree by a few hundred KiB; the figure we report takes the larger of the two.
+    assert report.rss_hwm_peak_bytes >= report.rss_peak_bytes - 2 * MB
+    assert report.rss_effective_peak_bytes - baseline >= 0.97 * 150 * MB, "the reported peak has the spike"
 
 
 def test_clear_refs_resets_the_peak_per_window(child: Child) -> None:
@@ -135,7 +141,7 @@ def test_process_tree_includes_children_and_grandchildren(child: Child) -> None:
     growth = report.rss_peak_bytes - report.series.rss_bytes[0]
     assert within(growth, 150 * MB, 0.05), f"tree grew {growth / MB:.1f} MB, expected 150 MB over 3 processes"
     assert report.rss_hwm_peak_bytes is not None
-    assert report.rss_hwm_peak_bytes >= report.rss_peak_bytes
+    assert report.rss_hwm_peak_bytes >= report.rss_peak_bytes - 2 * MB  # per-CPU counter slack, as above
 
 
 def test_daemon_exiting_mid_sampling_is_reported_not_raised(child: Child) -> None:
@@ -245,8 +251,31 @@ def test_extra_info_has_units_in_key_names_and_is_json(child: Child) -> None:
     units = ("_bytes", "_s", "_pct", "_mhz", "_hz")
     numeric = [k for k, v in info.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     assert all(k.endswith(units) or k == "samples" for k in numeric), numeric
-    assert "series" not in info
-    assert MemoryReport.from_dict(json.loads(json.dumps(info))) == report
+    again = MemoryReport.from_dict(json.loads(json.dumps(info)))
+    assert again == report
+    assert max(again.series.rss_bytes) == max(report.series.rss_bytes), "the series travels with its peak"
+    assert again.series.marks == report.series.downsampled().marks
+
+
+def test_a_long_series_travels_downsampled_with_its_peaks() -> None:
+    n = 10_000
+    rss = [100 + (i % 97) for i in range(n)]
+    rss[4321] = 5000  # one short spike
+    series = MemorySeries(
+        t_s=[i * 0.01 for i in range(n)],
+        rss_bytes=rss,
+        sys_available_bytes=[10_000 - (i % 50) for i in range(n)],
+        vram_bytes=[7] * n,
+        device_used_bytes=None,
+        marks=[(i * 0.5, f"wave {i}") for i in range(400)],
+    )
+    short = series.downsampled()
+    assert len(short.t_s) == len(short.rss_bytes) == TRAVEL_POINTS
+    assert max(short.rss_bytes) == 5000, "a spike between kept samples is not lost"
+    assert min(short.sys_available_bytes) == min(series.sys_available_bytes)
+    assert short.t_s[0] == 0.0 and short.t_s == sorted(short.t_s)
+    assert (short.vram_bytes or [])[:1] == [7] and short.device_used_bytes is None
+    assert 0 < len(short.marks) <= TRAVEL_MARKS and short.marks[0] == (0.0, "wave 0")
 
 
 def test_marks_and_sampler_cost_are_recorded(child: Child) -> None:

@@ -6,7 +6,7 @@ Two databases, each on SQLite and on a real PostgreSQL:
   RTX 4090; PoRep warm-ups that need more RAM than the proofs), with and without low-memory
   warm-ups, to check the RAM verdicts.
 - ``load_ref_runs``: figures the reference engine really measured under six labels
-  (``tests/data/ref-runs.json``), filed under made-up rented hosts: the default preset's runs
+  (``fixtures/ref-runs.json``), filed under made-up rented hosts: the default preset's runs
   under 1x NVIDIA L4 machines 9001-9004, the slower medium preset's under 1x NVIDIA L40S
   machines 9101-9102. Recorded with one run per label and machine id (ref-a 9001 ... ref-d 9004,
   then ``--cuzk-preset medium`` for ref-m1 9101 and ref-m2 9102), then exported, host fields
@@ -16,7 +16,7 @@ Two databases, each on SQLite and on a real PostgreSQL:
              --cuzk-label ref-a --cuzk-host-id 9001
       cuzk-perf export --format json --db ref.db
 
-``tests/data/offers.json`` holds made-up offers in the shape ``vastai search offers --raw`` prints.
+``fixtures/offers.json`` holds made-up offers in the shape ``vastai search offers --raw`` prints.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pytest_cuzk.records import HostRecord, RunRecord, TestRecord
 from pytest_cuzk.results import ResultsDB
 
 db_url, pg_server = pg.db_url, pg.pg_server
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "fixtures"
 OFFERS = DATA / "offers.json"
 REF_RUNS = DATA / "ref-runs.json"
 GIB, MIB = 2**30, 2**20

@@ -9,6 +9,7 @@ import json
 import re
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pg
@@ -55,10 +56,10 @@ def samples(per_hour: float, p50: float, seed: int) -> dict[str, list[float]]:
     return {"latency_s": (p50 * jitter[1]).round(3).tolist(), "wave_s": waves, "wave_size": [1] * 20}
 
 
-@pytest.fixture
-def fleet(db_url: str) -> str:
+def store(db_url: str, fleet: list[tuple[Any, ...]]) -> str:
+    """Write ``fleet`` (FLEET's shape) as finished runs; returns the URL."""
     with ResultsDB(db_url) as db:
-        for host, label, machine, build, day, tests in FLEET:
+        for host, label, machine, build, day, tests in fleet:
             run = RunRecord(
                 host=host,
                 daemon_build=build,
@@ -76,6 +77,11 @@ def fleet(db_url: str) -> str:
                 ))  # fmt: skip
             db.finish_run(run.run_id)
     return db_url
+
+
+@pytest.fixture
+def fleet(db_url: str) -> str:
+    return store(db_url, FLEET)
 
 
 def perf(capsys: pytest.CaptureFixture[str], url: str, *argv: str) -> tuple[int, str, str]:

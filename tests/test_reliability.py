@@ -46,9 +46,10 @@ def test_daemon(cuzk_daemon):
 """
 
 
-def _faults(tmp_path, **faults) -> str:
+def _faults(tmp_path, behave: str = "cuzk", **faults) -> str:
     config = tmp_path / "base.toml"
-    config.write_text("[ref.faults]\n" + "".join(f"{k} = {v}\n" for k, v in faults.items()))
+    values = "".join(f"{k} = {str(v).lower() if isinstance(v, bool) else v}\n" for k, v in faults.items())
+    config.write_text(f'[ref]\nbehave = "{behave}"\n[ref.faults]\n{values}')
     return f"--cuzk-config={config}"
 
 
@@ -81,9 +82,9 @@ def test_later_tests_get_a_restarted_daemon_and_the_restart_is_reported(inner, t
 
 def test_a_hung_proof_times_out_is_cancelled_and_named(inner, tmp_path):
     start = time.monotonic()
-    result = inner(
-        {"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, hang_at_proof=2), "--cuzk-proof-timeout=3"
-    )
+    # The protocol personality: the case's other proof still succeeds, so the failure lists the hung one.
+    faults = _faults(tmp_path, behave="protocol", hang_at_proof=2)
+    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, faults, "--cuzk-proof-timeout=3")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*winning proof pytest-cuzk-winning-* timed out after *s*"])
     assert time.monotonic() - start < 120
@@ -123,6 +124,7 @@ def test_no_daemon_outlives_pytest(pytester, shared_cache, tmp_path, ending):
         sys.executable,
         "-m",
         "pytest",
+        ".",
         "--cuzk-daemon=ref",
         f"--cuzk-data-dir={shared_cache}",
         "-p",
@@ -171,7 +173,8 @@ def test_a_daemon_that_keeps_failing_to_start_fails_each_test_and_is_given_up(in
 
 
 def test_after_a_proof_timeout_the_next_test_gets_a_fresh_daemon(inner, tmp_path):
-    # Warm-up is proof 1; the case's second proof (3) hangs. The fresh daemon proves once (2).
+    # Warm-up is proof 1; the case's second proof (3) hangs and, behaving as cuzk, holds the prove
+    # worker: only a restarted daemon proves the next test's proof. The fresh one proves 1 and 2.
     files = {"test_prove": PROVE_SOURCE, "test_zz_after": PROVES_ONCE}
     result = inner(files, *WINNING, _faults(tmp_path, hang_at_proof=3), "--cuzk-proof-timeout=3")
     result.assert_outcomes(failed=1, passed=1)

@@ -4,7 +4,3 @@
 reference engine, the plugin's only door into ``refengine``), ``fake`` (an in-process
 stand-in for the plugin's own tests); ``choice`` picks among them for ``--cuzk-daemon``.
 """
-
-from .protocol import BackendState, ColdStart, DaemonBackend, EngineProfile, Mode, PceRule
-
-__all__ = ["BackendState", "ColdStart", "DaemonBackend", "EngineProfile", "Mode", "PceRule"]

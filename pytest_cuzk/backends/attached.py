@@ -2,6 +2,7 @@
 
 On this machine its process is found by its socket (``owner``), so its RSS and VRAM are sampled
 as a spawned daemon's are; a remote one's memory is what its own HTTP ``/status`` says, if anything.
+What engine it is (a cuzk-ref says so in GetMetrics) is read once, when it first answers.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..wire.addresses import is_local, parse_address
 from ..wire.kinds import ProofKindInfo
 from .health import probe
 from .owner import socket_owner
-from .profiles import CuzkProfile
+from .profiles import CuzkProfile, detect_profile
 from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare, no_lock
 
 __all__ = ["ATTACHED_PROBE_S", "AttachedDaemon"]
@@ -41,13 +42,15 @@ class AttachedDaemon:
         *,
         start_timeout_s: float,
         param_cache: Path | None,
+        data_dir: Path,
         profile: EngineProfile | None = None,
     ) -> None:
         self.label = label
         self._address = address
         self._start_timeout_s = start_timeout_s
         self._param_cache = param_cache
-        self._profile = profile or CuzkProfile(f"attached: {address}")
+        self._data_dir = data_dir
+        self._profile = profile
         self.state = BackendState()
         self._probe_at = 0.0
         self._probe_error = ""
@@ -80,7 +83,11 @@ class AttachedDaemon:
         return None
 
     def profile(self) -> EngineProfile:
-        return self._profile
+        """A cuzk-ref's profile when it says it is one (its keys verify proofs if local), else cuzk's."""
+        fallback = CuzkProfile(f"attached: {self.address}")
+        if self._profile is None and not self.state.out_of_service:
+            self._profile = detect_profile(self.address, fallback, local=self.local, data_dir=self._data_dir)
+        return self._profile or fallback
 
     def pce_rule(self) -> PceRule | None:
         """Only a daemon on this machine, whose param cache the user named, can be watched."""

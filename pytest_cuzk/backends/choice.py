@@ -85,6 +85,7 @@ def _attached(s: Settings, addresses: tuple[str, ...], reason: str) -> DaemonCho
             addr,
             start_timeout_s=s.start_timeout,
             param_cache=s.param_cache,
+            data_dir=s.data_dir,
         )
         for addr in addresses
     )

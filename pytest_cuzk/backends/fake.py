@@ -202,6 +202,9 @@ class FakeProfile:
     def preset(self) -> str | None:
         return None
 
+    def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
+        return None
+
 
 class FakeDaemon:
     """An in-process daemon; ``die_after`` stops its server after that many proofs, as a crash would."""

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,7 @@ class DaemonProcess:
     argv_head: list[str]
     workdir: Path
     config: dict[str, Any]
+    base_config: Path | None = None  # the user's --cuzk-config this config was made from
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
@@ -261,18 +263,30 @@ class DaemonProcess:
         return "\n".join(text.splitlines()[-lines:])
 
     def exit_message(self, rss_peak: int | None = None) -> str:
-        """How the process ended, with the OOM hint and the log tail."""
-        assert self.proc is not None
+        """How the process ended, with the OOM hint and the log tail (and which config file it read)."""
+        if self.proc is None:
+            return f"daemon {self.argv_head[0]} was never started"
         code = self.proc.poll()
         how = "is still running" if code is None else describe_exit(code, self._oom_before, rss_peak)
-        return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}, last lines:\n{self.log_tail()}"
+        tail = self.log_tail()
+        if self.base_config is not None and str(self.config_path) in tail:
+            tail += (
+                f"\n(the config {self.config_path} is your --cuzk-config {self.base_config} with the "
+                "plugin's listen, param cache and batching set: fix the key named above in your file)"
+            )
+        return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}, last lines:\n{tail}"
 
-    def wait_answering(self, timeout_s: float) -> float:
-        """Poll GetStatus until it answers; fail at once if the process exits first. Returns seconds."""
+    def wait_answering(self, timeout_s: float, tick: Callable[[], None] | None = None) -> float:
+        """Poll GetStatus until it answers; fail at once if the process exits first. Returns seconds.
+
+        ``tick`` is called on every poll, for a live line on the terminal.
+        """
         deadline = time.monotonic() + timeout_s
         delay = 0.05
         last = ""
         while True:
+            if tick is not None:
+                tick()
             if not self.alive():
                 raise DaemonExited(f"daemon exited before it answered: {self.exit_message()}")
             try:

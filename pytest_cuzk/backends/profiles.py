@@ -1,13 +1,57 @@
-"""The engine profile of a cuzk daemon: the shipped data manifest, and structure checks only."""
+"""Engine profiles of daemons the plugin did not build: a cuzk, or a cuzk-ref that says so.
+
+A daemon's engine decides only its test data and how its proofs are verified. A cuzk-ref
+says what it is through a channel every cuzk client already reads: the info metric
+``cuzk_ref_info{version, preset, behave, param_cache} 1`` in GetMetrics (real cuzk has no
+such metric). ``detect_profile`` reads it; anything without it is a cuzk.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from ..client import ProvingClient
+from ..errors import CuzkError
 from ..wire.kinds import ProofKindInfo
-from .protocol import Verifier
+from .protocol import EngineProfile, Verifier
 
-__all__ = ["CuzkProfile"]
+__all__ = ["CUZK_KNOWN_ISSUES", "INFO_METRIC", "CuzkProfile", "KnownIssue", "detect_profile", "known_issue"]
+
+INFO_METRIC = "cuzk_ref_info"
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    """A bug of the engine a case meets: the case is expected to fail, but only with this error."""
+
+    kind: str
+    min_batch_size: int
+    error: str
+    reason: str
+
+
+CUZK_KNOWN_ISSUES = (
+    KnownIssue(
+        "snap",
+        2,
+        "proof split failed: proof bytes length mismatch",
+        "known cuzk bug: SnapDeals requests batched together (scheduler.max_batch_size > 1) all fail;"
+        " prove SnapDeals with --cuzk-batch-sizes=1",
+    ),
+)
+
+
+def known_issue(
+    issues: Sequence[KnownIssue], kind: str, batch_size: int, errors: Sequence[str]
+) -> str | None:
+    """The reason of the issue every one of ``errors`` is, if there are errors and one issue covers them."""
+    for issue in issues:
+        matches = kind == issue.kind and batch_size >= issue.min_batch_size
+        if matches and errors and all(issue.error in e for e in errors):
+            return issue.reason
+    return None
 
 
 class CuzkProfile:
@@ -31,3 +75,35 @@ class CuzkProfile:
 
     def preset(self) -> str | None:
         return None
+
+    def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
+        return known_issue(CUZK_KNOWN_ISSUES, kind, batch_size, errors)
+
+
+def detect_profile(
+    address: str, fallback: EngineProfile, *, local: bool, data_dir: Path, timeout_s: float = 5.0
+) -> EngineProfile | None:
+    """What the daemon at ``address`` says it is: a cuzk-ref's profile, else ``fallback``.
+
+    None when it does not answer (ask again later). A cuzk-ref's param cache (its keys) is
+    used only when the daemon runs on this machine; a remote one's proofs get no verifier.
+    """
+    try:
+        with ProvingClient(address) as client:
+            samples = client.metric_samples(timeout=timeout_s)
+    except (CuzkError, ValueError):
+        return None
+    info = next((s for s in samples.samples if s.name == INFO_METRIC), None)
+    if info is None:
+        return fallback
+    from .reference import RefProfile
+
+    labels = dict(info.labels)
+    cache = labels.get("param_cache")
+    return RefProfile(
+        labels.get("preset", "default"),
+        Path(cache) if cache and local else None,
+        data_dir,
+        version=labels.get("version"),
+        behave=labels.get("behave"),
+    )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from ..wire.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
+    from ..progress import StatusLine
     from ..proto import pb
     from ..records import HostRecord
 
@@ -124,8 +125,16 @@ class EngineProfile(Protocol):
     def preset(self) -> str | None:
         """The reference engine's circuit-size preset; None for a real cuzk."""
 
+    def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
+        """Why these failures are a known bug of the engine (the case is expected to fail); else None."""
 
-Prepare = Callable[["DaemonBackend", Sequence[ProofKindInfo], ColdStart], None]
+
+class Prepare(Protocol):
+    """The readiness chain, as a backend that restarts its daemon runs it; ``status`` shows its waits."""
+
+    status: StatusLine
+
+    def __call__(self, backend: DaemonBackend, kinds: Sequence[ProofKindInfo], cold: ColdStart) -> None: ...
 
 
 class DaemonBackend(Protocol):

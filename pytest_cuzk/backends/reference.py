@@ -8,6 +8,7 @@ the reference engine.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from filelock import FileLock
 from .. import __version__
 from ..proto import pb
 from ..wire.kinds import ProofKindInfo
+from .process import daemon_config
+from .profiles import CUZK_KNOWN_ISSUES, known_issue
 from .protocol import EngineProfile, Mode, PceRule, Verifier
 from .spawned import SpawnedDaemon
 
@@ -25,12 +28,25 @@ BATCH_WAIT_MS = 2000  # a partial batch waits this long (cuzk's default is 10 s)
 
 
 class RefProfile:
-    """cuzk-ref: deterministic generated data, and proofs verified against its own keys."""
+    """cuzk-ref: deterministic generated data, and proofs verified against its own keys.
 
-    def __init__(self, preset: str, param_cache: Path | None, data_dir: Path) -> None:
+    ``version`` and ``behave`` are what a running cuzk-ref reported (``detect_profile``).
+    """
+
+    def __init__(
+        self,
+        preset: str,
+        param_cache: Path | None,
+        data_dir: Path,
+        *,
+        version: str | None = None,
+        behave: str | None = None,
+    ) -> None:
         self._preset = preset
         self.param_cache = param_cache
         self.data_dir = data_dir
+        self.version = version or __version__
+        self.behave = behave
 
     def manifest(self) -> Path:
         """Generated data, made once per cache dir (locked across xdist workers)."""
@@ -58,10 +74,17 @@ class RefProfile:
         return verify
 
     def identity(self) -> str:
-        return f"cuzk-ref {__version__} preset={self._preset}"
+        behave = f" behave={self.behave}" if self.behave else ""
+        return f"cuzk-ref {self.version} preset={self._preset}{behave}"
 
     def preset(self) -> str | None:
         return self._preset
+
+    def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
+        """Behaving as cuzk it has cuzk's bugs; the protocol personality has none."""
+        if self.behave == "protocol":
+            return None
+        return known_issue(CUZK_KNOWN_ISSUES, kind, batch_size, errors)
 
 
 class ReferenceEngine(SpawnedDaemon):
@@ -79,15 +102,26 @@ class ReferenceEngine(SpawnedDaemon):
         out["ref"] = {"preset": self.settings.preset}
         return out
 
-    def param_cache(self) -> Path:
+    def given_param_cache(self) -> Path | None:
+        """--cuzk-param-cache, else a per-preset directory in the data dir (always written to its config)."""
         return self.settings.param_cache or self.settings.data_dir / f"ref-params-{self.settings.preset}"
 
+    def behave(self) -> str:
+        """The personality the base config asks for (``[ref] behave``; cuzk-ref's default is cuzk)."""
+        return str(daemon_config(self.settings.config, {}).get("ref", {}).get("behave", "cuzk"))
+
     def pce_rule(self) -> PceRule | None:
-        """The reference engine reuses its PCE file across starts: any complete file counts."""
-        return PceRule(self.param_cache())
+        """Behaving as cuzk it extracts the PCE again after every start: only a file written since counts.
+
+        In the protocol personality it reuses its PCE file across starts: any complete file counts.
+        """
+        if self.behave() == "protocol":
+            return PceRule(self.param_cache())
+        return super().pce_rule()
 
     def profile(self) -> EngineProfile:
-        return RefProfile(self.settings.preset, self.param_cache(), self.settings.data_dir)
+        settings = self.settings
+        return RefProfile(settings.preset, self.param_cache(), settings.data_dir, behave=self.behave())
 
     def identity(self) -> str:
         return self.profile().identity()

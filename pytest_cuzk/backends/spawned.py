@@ -5,6 +5,11 @@ that this happens once per size), after it crashed (once per crash, recorded, gi
 after three), and after a proof it could not cancel (cuzk cannot). When its PCE files are
 missing, a cuzk binary warms up with a low-memory config first and then restarts with the
 full one: the PCE extraction is the memory peak that gets small hosts OOM-killed.
+
+A cuzk binary is asked once, in a short start of its own, what engine it is (a cuzk-ref
+says so in GetMetrics): that decides its test data and verifier, nothing else. Its param
+cache is written into its config only when the user named one; otherwise the binary keeps
+its own default (cuzk's ``/data/zk/params``, or what a cuzk-ref reports).
 """
 
 from __future__ import annotations
@@ -16,13 +21,14 @@ from typing import Any
 
 from filelock import FileLock
 
-from ..errors import DaemonExited
+from ..errors import CuzkError, DaemonExited, ReadinessError
+from ..progress import StatusLine
 from ..records import HostRecord
 from ..settings import Settings
 from ..wire.kinds import ProofKindInfo
 from .health import probe
 from .process import DaemonProcess, daemon_config, listen_address, stuck_state
-from .profiles import CuzkProfile
+from .profiles import CuzkProfile, detect_profile
 from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare
 from .workspace import Workspace
 
@@ -63,12 +69,16 @@ class SpawnedDaemon:
     def overrides(self, batch_size: int) -> dict[str, dict[str, Any]]:
         return {"scheduler": {"max_batch_size": batch_size}}
 
-    def param_cache(self) -> Path:
-        """--cuzk-param-cache, else the base config's srs.param_cache, else cuzk's default."""
+    def given_param_cache(self) -> Path | None:
+        """--cuzk-param-cache, else the base config's srs.param_cache: what the config must say."""
         if self.settings.param_cache:
             return self.settings.param_cache
         cache = daemon_config(self.settings.config, {}).get("srs", {}).get("param_cache")
-        return Path(cache) if cache else CUZK_PARAM_CACHE
+        return Path(cache) if cache else None
+
+    def param_cache(self) -> Path:
+        """The given param cache, else the binary's own default (cuzk's)."""
+        return self.given_param_cache() or CUZK_PARAM_CACHE
 
     def pce_rule(self) -> PceRule | None:
         """Cuzk extracts the PCE again after every start (it never loads the file): only a new one counts."""
@@ -124,12 +134,12 @@ class SpawnedDaemon:
         self.state.ready_kinds = set()
         if self._needs_lowmem(kinds):
             cold.lowmem_warmup = True
-            self._start(batch_size, cold, lowmem=True)
+            self._start(batch_size, cold, prepare.status, lowmem=True)
             prepare(self, kinds, cold)
             self.stop()
             self.state.ready_kinds = set()
             cold.notes.append("warmed up with a low-memory config, then restarted with the full one")
-        self._start(batch_size, cold, lowmem=False)
+        self._start(batch_size, cold, prepare.status, lowmem=False)
         self.batch_size = batch_size
         self.state.cold.append(cold)
 
@@ -141,18 +151,26 @@ class SpawnedDaemon:
         missing = [k for k in kinds if not (cache / k.pce_file).exists()]
         return bool(missing) and (mode == "on" or self.lowmem_by_default)
 
-    def _start(self, batch_size: int, cold: ColdStart, lowmem: bool) -> None:
+    def _start(self, batch_size: int, cold: ColdStart, status: StatusLine, lowmem: bool) -> None:
         prefix = f"{self.label}-b{batch_size}{'-lowmem' if lowmem else ''}-"
         workdir = self.workspace.subdir(prefix)
         overrides = self.overrides(batch_size)
         overrides.setdefault("daemon", {})["listen"] = listen_address(workdir)
-        overrides.setdefault("srs", {})["param_cache"] = str(self.param_cache())
+        given = self.given_param_cache()
+        if given is not None:
+            overrides.setdefault("srs", {})["param_cache"] = str(given)
         if lowmem:
             for section, values in LOWMEM_OVERRIDES.items():
                 overrides.setdefault(section, {}).update(values)
-        self.process = DaemonProcess(self.argv(), workdir, daemon_config(self.settings.config, overrides))
-        self.process.start()
-        cold.start_s += self.process.wait_answering(self.settings.start_timeout)
+        config = daemon_config(self.settings.config, overrides)
+        process = DaemonProcess(self.argv(), workdir, config, base_config=self.settings.config)
+        process.start()  # raises DaemonExited naming the binary when it cannot even start
+        self.process = process
+        timeout = self.settings.start_timeout
+        with status.stage(
+            f"{self.label}: starting the daemon{' (low-memory config)' if lowmem else ''}", timeout
+        ):
+            cold.start_s += self.process.wait_answering(timeout, status.tick)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.alive()
@@ -189,8 +207,16 @@ class SpawnedDaemon:
     def cache_lock(self, kind: ProofKindInfo) -> AbstractContextManager[object]:
         """Serialise setup and PCE writing of one circuit across daemons sharing a param cache (xdist)."""
         cache = self.param_cache()
-        cache.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(cache / f".pytest-cuzk-{kind.circuit_id}.lock"))
+        lock = cache / f".pytest-cuzk-{kind.circuit_id}.lock"
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            lock.touch()
+        except OSError as exc:
+            raise ReadinessError(
+                f"cannot write {lock} in the param cache {cache}: {exc.strerror}; "
+                "pass --cuzk-param-cache with a directory you can write"
+            ) from None
+        return FileLock(str(lock))
 
     def host_record(self) -> HostRecord:
         return HostRecord.this_host()
@@ -209,9 +235,53 @@ class SpawnedCuzk(SpawnedDaemon):
     def __init__(self, label: str, settings: Settings, workspace: Workspace, binary: Path) -> None:
         super().__init__(label, settings, workspace)
         self.binary = binary
+        self._engine: EngineProfile | None = None
 
     def argv(self) -> list[str]:
         return [str(self.binary)]
+
+    def given_param_cache(self) -> Path | None:
+        """What the user named, else the cache a cuzk-ref reported as its default."""
+        from .reference import RefProfile
+
+        given = super().given_param_cache()
+        if given is None and isinstance(self._engine, RefProfile):
+            return self._engine.param_cache
+        return given
+
+    def profile(self) -> EngineProfile:
+        """What engine the binary is; a real cuzk is never started twice to find out.
+
+        A compiled binary is cuzk. A script (cuzk-ref is one) is asked once, in a short
+        low-memory start of its own.
+        """
+        if self._engine is None:
+            try:
+                with self.binary.open("rb") as head:
+                    compiled = head.read(4) == b"\x7fELF"
+            except OSError:
+                compiled = False  # its start will fail and say why
+            self._engine = CuzkProfile(self.identity()) if compiled else self._identify()
+        return self._engine
+
+    def _identify(self) -> EngineProfile:
+        fallback = CuzkProfile(self.identity())
+        workdir = self.workspace.subdir(f"{self.label}-identify-")
+        overrides: dict[str, dict[str, Any]] = {k: dict(v) for k, v in LOWMEM_OVERRIDES.items()}
+        overrides.setdefault("daemon", {})["listen"] = listen_address(workdir)
+        given = super().given_param_cache()
+        if given is not None:
+            overrides.setdefault("srs", {})["param_cache"] = str(given)
+        process = DaemonProcess(self.argv(), workdir, daemon_config(self.settings.config, overrides))
+        try:
+            process.start()
+            process.wait_answering(self.settings.start_timeout)
+            found = detect_profile(process.address, fallback, local=True, data_dir=self.settings.data_dir)
+        except CuzkError:
+            found = None  # it will fail to start again, with the reason, when a test needs it
+        finally:
+            process.stop()
+        return found or fallback
 
     def identity(self) -> str:
         from ..hostinfo import binary_sha256

@@ -27,6 +27,7 @@ from .compare import cmd_compare
 from .export import cmd_export
 from .hosts import cmd_history, cmd_hosts, cmd_recommend
 from .offers import cmd_offers
+from .report import cmd_report
 
 __all__ = ["build_parser", "main", "parse_fail", "parse_percent"]
 
@@ -131,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", metavar="MODEL", help="only offers of a GPU whose name contains MODEL")
     p.add_argument("--margin", type=parse_percent, default=0.15, help=MARGIN_HELP)
     p.add_argument("--json", action="store_true", help="a JSON list of the ranked rows, for scripts")
+    p = add(cmd_report)
+    p.add_argument("--html", metavar="PATH", required=True, help="the page to write")
+    p.add_argument("--fail", type=parse_fail, default={}, metavar="METRIC:PCT,...", help=FAIL_HELP)
     return parser
 
 

@@ -1,10 +1,11 @@
 """``cuzk-ref``: the reference engine daemon, with cuzk-daemon's flags, and ``gen-data``.
 
 ``cuzk-ref [-c CONFIG] [-l LISTEN] [--log-level LEVEL]`` serves ``cuzk.v1.ProvingEngine``;
-``cuzk-ref gen-data DIR [--preset P] [--seed N]`` writes test data for all four kinds.
-Unlike cuzk-daemon, SIGTERM and SIGINT both stop the daemon cleanly (queued jobs are
-cancelled, the server stops, exit code 0), and the ready line is printed only after the
-listen address is bound.
+``cuzk-ref gen-data DIR [--preset P] [--seed N] [--sectors N]`` writes test data for all four kinds.
+Behaving as cuzk (the default), a first SIGINT stops the workers but not the server (later
+ones are ignored), SIGTERM kills it, and on TCP the ready line comes before the bind. In the
+protocol personality SIGTERM and SIGINT both stop it cleanly (queued jobs cancelled, the
+server stopped, exit code 0) and the ready line comes after the bind.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from ..wire.addresses import UNIX_PREFIX
 from . import faults
-from .config import DEFAULT_CONFIG_PATH, ConfigError, RefConfig, load_config
+from .config import ConfigError, RefConfig, load_config
 
 __all__ = ["main", "run_daemon"]
 
@@ -43,8 +45,8 @@ def _parser() -> argparse.ArgumentParser:
         "-c",
         "--config",
         type=Path,
-        default=DEFAULT_CONFIG_PATH,
-        help="TOML config (cuzk's format); a missing file means defaults. Default: %(default)s",
+        help="TOML config (cuzk's format); it must exist. Without it, the defaults "
+        "(unlike cuzk-daemon, /data/zk/cuzk.toml is not read)",
     )
     parser.add_argument("-l", "--listen", help="IP:port or unix://<path>; overrides daemon.listen")
     parser.add_argument("--log-level", help="trace, debug, info, warn or error; overrides logging.level")
@@ -53,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("dir", type=Path, help="output directory")
     gen.add_argument("--preset", default="default", help="circuit size preset. Default: %(default)s")
     gen.add_argument("--seed", type=int, default=0, help="data seed. Default: %(default)s")
+    gen.add_argument(
+        "--sectors", type=int, default=2, help="sectors per kind (at least 1). Default: %(default)s"
+    )
     return parser
 
 
@@ -70,7 +75,7 @@ def _setup_logging(level: str) -> None:
 
 
 def run_daemon(config: RefConfig) -> int:
-    """Serve until SIGTERM or SIGINT; returns the exit code."""
+    """Serve until a signal stops the daemon; returns the exit code."""
     from .engine import Engine
     from .server import bind_target, serve
     from .status_http import start_status_server
@@ -82,8 +87,6 @@ def run_daemon(config: RefConfig) -> int:
     engine = Engine.from_config(config)
     engine.start()
     faults.before_ready(config.faults)
-    server, address = serve(engine, config.listen)
-    status = start_status_server(engine, config.status_listen) if config.status_listen else None
     stop = threading.Event()
     received: list[str] = []
 
@@ -91,9 +94,24 @@ def run_daemon(config: RefConfig) -> int:
         received.append(signal.Signals(signum).name)
         stop.set()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    log.info("cuzk-ref ready, serving on %s", address)
+    def on_first_sigint(_signum: int, _frame: object) -> None:
+        log.info("received SIGINT, shutting down")
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # later ones do nothing, as with cuzk
+        engine.halt()
+
+    if engine.behave.signals_stop_cleanly:
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    else:
+        signal.signal(signal.SIGINT, on_first_sigint)  # SIGTERM keeps its default: the process dies
+    early = engine.behave.ready_before_bind and not config.listen.startswith(UNIX_PREFIX)
+    if early:  # cuzk-daemon logs its ready line before serve() binds
+        log.info("listening on TCP %s", config.listen)
+        log.info("cuzk-ref ready, serving on %s", config.listen)
+    server, address = serve(engine, config.listen)
+    if not early:
+        log.info("cuzk-ref ready, serving on %s", address)
+    status = start_status_server(engine, config.status_listen) if config.status_listen else None
     while not stop.wait(0.5):
         pass
     log.info("received %s, shutting down", received[0])
@@ -120,7 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "gen-data":
         from .gendata import generate
 
-        generate(args.dir, preset=args.preset, seed=args.seed)
+        if args.sectors < 1:
+            print(f"Error: --sectors must be at least 1, got {args.sectors}", file=sys.stderr)
+            return 1
+        generate(args.dir, preset=args.preset, seed=args.seed, sectors=args.sectors)
         print(f"wrote test data and manifest.toml to {args.dir}")
         return 0
     try:

@@ -3,7 +3,9 @@
 The reference engine reads the same file a cuzk daemon reads, so one config can drive
 either. Keys cuzk knows but the reference engine has no use for, and unknown keys, are
 ignored like cuzk ignores them. Unlike cuzk, a value of the wrong type or an unparseable
-size is an error that names the file and the key (cuzk silently falls back to 50 GiB).
+size is an error that names the file and the key (cuzk silently falls back to 50 GiB), a
+config named with ``-c`` must exist (cuzk silently runs on defaults), and without one the
+param cache is a per-user directory (cuzk's default, ``/data/zk/params``, is root's).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..wire import units
+from ..wire.paths import user_cache_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,7 +27,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 __all__ = [
-    "DEFAULT_CONFIG_PATH",
+    "BEHAVES",
     "FAULTS_ENV",
     "ConfigError",
     "Faults",
@@ -34,9 +37,9 @@ __all__ = [
     "parse_size",
 ]
 
-DEFAULT_CONFIG_PATH = Path("/data/zk/cuzk.toml")
 FAULTS_ENV = "CUZK_REF_FAULTS"
 GIB = 1 << 30
+BEHAVES = ("cuzk", "protocol")
 
 
 class ConfigError(ValueError):
@@ -48,9 +51,12 @@ class Faults:
     """Fault injection, all off by default; proof numbers count proofs started, from 1."""
 
     die_at_proof: int = 0  # SIGKILL the daemon while proving proof N
-    hang_at_proof: int = 0  # proof N never finishes (the engine keeps serving others)
+    hang_at_proof: int = 0  # proof N never finishes
     corrupt_at_proof: int = 0  # proof N is returned with an invalid partition-0 A point
+    invalid_at_proof: int = 0  # proof N is returned well-formed (valid points) but does not verify
+    swap_batch_proofs: bool = False  # the first two jobs of every batch get each other's proof
     slow_factor: float = 1.0  # every proof takes this many times as long
+    fifo: bool = False  # priorities are ignored: jobs run in the order they came
     start_delay_s: float = 0.0  # sleep before binding the listen address
     exit_before_ready: int | None = None  # exit with this code before binding
     grow_memory_mib_per_s: float = 0.0  # allocate and touch memory until killed
@@ -61,24 +67,40 @@ class Faults:
         return self != Faults()
 
 
+_FAULT_TYPES: dict[str, tuple[type, ...]] = {
+    "swap_batch_proofs": (bool,),
+    "fifo": (bool,),
+    "slow_factor": (int, float),
+    "start_delay_s": (int, float),
+    "grow_memory_mib_per_s": (int, float),
+}
+
+
+def default_param_cache(preset: str) -> Path:
+    """Where cuzk-ref keeps keys and PCE files without ``srs.param_cache``: the plugin's own choice."""
+    return user_cache_dir() / f"ref-params-{preset}"
+
+
 @dataclass(frozen=True)
 class RefConfig:
     """Every setting the reference engine uses, with cuzk's defaults."""
 
     listen: str = "unix:///run/curio/cuzk.sock"
     status_listen: str = ""
-    param_cache: Path = Path("/data/zk/params")
+    param_cache: Path = field(default_factory=lambda: default_param_cache("default"))
     max_batch_size: int = 1
     max_batch_wait_ms: int = 10000
     pipeline_enabled: bool = True
     synthesis_concurrency: int = 1
     synthesis_threads: int = 0
     gpu_devices: tuple[int, ...] = ()
+    gpu_workers_per_device: int = 2
     total_budget: int | None = None  # None = "auto": MemTotal - safety_margin
     safety_margin: int = 5 * GIB
     log_level: str = "info"
     preset: str = "default"
     seed: int = 0
+    behave: str = "cuzk"
     faults: Faults = field(default_factory=Faults)
     source: str = "<defaults>"
 
@@ -98,9 +120,11 @@ _KEYS: dict[tuple[str, str], tuple[str, type | tuple[type, ...]]] = {
     ("pipeline", "synthesis_concurrency"): ("synthesis_concurrency", int),
     ("synthesis", "threads"): ("synthesis_threads", int),
     ("gpus", "devices"): ("gpu_devices", list),
+    ("gpus", "gpu_workers_per_device"): ("gpu_workers_per_device", int),
     ("logging", "level"): ("log_level", str),
     ("ref", "preset"): ("preset", str),
     ("ref", "seed"): ("seed", int),
+    ("ref", "behave"): ("behave", str),
 }
 
 
@@ -152,8 +176,7 @@ def parse_faults(data: Mapping[str, Any], where: str) -> Faults:
     for key, value in data.items():
         if key not in known:
             raise ConfigError(f"{where}: unknown fault {key!r}; known: {', '.join(known)}")
-        expected: tuple[type, ...] = (int, float) if key.endswith("_s") or key == "slow_factor" else (int,)
-        values[key] = _typed(value, expected, f"{where}: {key}")
+        values[key] = _typed(value, _FAULT_TYPES.get(key, (int,)), f"{where}: {key}")
     if values.get("slow_factor", 1.0) < 1.0:
         raise ConfigError(f"{where}: slow_factor must be at least 1, got {values['slow_factor']}")
     return Faults(**values)
@@ -168,6 +191,12 @@ def parse_config(data: Mapping[str, Any], where: str, env: Mapping[str, str] | N
             values[attr] = _typed(table[key], expected, f"{where}: {section}.{key}")
     if "param_cache" in values:
         values["param_cache"] = Path(values["param_cache"]).expanduser()
+    else:
+        values["param_cache"] = default_param_cache(values.get("preset", "default"))
+    if values.get("behave", "cuzk") not in BEHAVES:
+        raise ConfigError(
+            f"{where}: ref.behave must be one of {', '.join(BEHAVES)}, got {values['behave']!r}"
+        )
     if "gpu_devices" in values:
         devices = values["gpu_devices"]
         for d in devices:
@@ -193,6 +222,7 @@ def _check_ranges(values: Mapping[str, Any], where: str) -> None:
     for attr, key in (
         ("max_batch_size", "scheduler.max_batch_size"),
         ("synthesis_concurrency", "pipeline.synthesis_concurrency"),
+        ("gpu_workers_per_device", "gpus.gpu_workers_per_device"),
     ):
         if values.get(attr, 1) < 1:
             raise ConfigError(f"{where}: {key} must be at least 1, got {values[attr]}")
@@ -205,12 +235,15 @@ def _check_ranges(values: Mapping[str, Any], where: str) -> None:
 
 
 def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> RefConfig:
-    """Read the TOML file at ``path``; a missing file means cuzk's defaults, as with cuzk-daemon."""
-    path = path or DEFAULT_CONFIG_PATH
+    """Read the TOML file at ``path``; no path means the defaults, a path that does not exist an error."""
+    if path is None:
+        return parse_config({}, "<defaults>", env)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return parse_config({}, "<defaults>", env)
+        raise ConfigError(
+            f"{path}: config file not found; fix the -c path, or leave -c out for the defaults"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from exc
     try:

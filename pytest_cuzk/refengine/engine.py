@@ -6,7 +6,10 @@ synthesised job goes to the prove worker, so that the Python (GIL-bound) synthes
 next proof overlaps the MSMs (which release the GIL) of the current one. With
 ``pipeline.enabled = false`` each job is synthesised and proved before the next starts.
 
-Jobs and their results live in a ``JobStore`` (``jobs``), which shares the engine's lock.
+Every proof is verified before it is answered (as cuzk does for PoRep): one that does not
+verify is FAILED. What a client observes that differs between cuzk and the proto (timings,
+SnapDeals batches, cancel, a hung proof) is asked of the personality (``behave``). Jobs and
+their results live in a ``JobStore`` (``jobs``), which shares the engine's lock.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from ..proto import pb
 from ..wire.kinds import by_enum
 from . import faults
+from .behave import Behaviour, behaviour
 from .config import RefConfig
 from .jobs import QUEUED, Job, JobStore, Work
 from .prover import JobInputError, RefProver
@@ -37,10 +41,13 @@ class Engine:
     def __init__(self, config: RefConfig, prover: RefProver) -> None:
         self.config = config
         self.prover = prover
+        self.behave: Behaviour = behaviour(config.behave)
         self.started_at = time.monotonic()
         self._lock = threading.Condition()
-        self.store = JobStore(self._lock)
+        self._closed = threading.Event()
+        self.store = JobStore(self._lock, self.behave.keep_results)
         self.queue = JobQueue(config, self.store)
+        self.preloaded: list[str] = []  # circuit ids PreloadSRS loaded, in order (cuzk lists only these)
         self.pce_resident: set[str] = set()
         self.srs_last_used: dict[str, float] = {}
         self.proving: Job | None = None
@@ -61,7 +68,11 @@ class Engine:
     def from_config(cls, config: RefConfig) -> Engine:
         """Build the engine around a :class:`RefProver` set up from ``config``."""
         prover = RefProver(
-            config.param_cache, preset=config.preset, seed=config.seed, threads=config.synthesis_threads
+            config.param_cache,
+            preset=config.preset,
+            seed=config.seed,
+            threads=config.synthesis_threads,
+            reuse_pce=behaviour(config.behave).reuse_pce,
         )
         return cls(config, prover)
 
@@ -71,7 +82,8 @@ class Engine:
             thread.start()
         mode = "pipelined" if self.config.pipeline_enabled else "sequential"
         workers = sum(1 for t in self._threads if t.name.startswith("ref-synth"))
-        log.info("cuzk-ref engine started (%s, %d synthesis worker(s))", mode, workers)
+        what = (mode, workers, self.behave.name)
+        log.info("cuzk-ref engine started (%s, %d synthesis worker(s), behaving as %s)", *what)
 
     # ---- client-facing operations -------------------------------------------------------------
 
@@ -93,7 +105,7 @@ class Engine:
             return pb.AwaitProofResponse(job_id=job.job_id, status=Status.TIMEOUT)
         return job.result
 
-    def cancel(self, job_id: str) -> bool:
+    def cancel_queued(self, job_id: str) -> bool:
         """Cancel a queued job; returns was_running (a running job is left to finish)."""
         with self._lock:
             job = self.store.active.get(job_id)
@@ -106,11 +118,16 @@ class Engine:
     def preload(self, circuit_id: str) -> tuple[bool, float]:
         """Load a circuit's parameters now (trusted setup first if they do not exist yet)."""
         self.srs_last_used[circuit_id] = time.monotonic()
-        return self.prover.preload(circuit_id)
+        answer = self.prover.preload(circuit_id)
+        with self._lock:
+            if circuit_id not in self.preloaded:
+                self.preloaded.append(circuit_id)
+        return answer
 
-    def evict(self, circuit_id: str) -> tuple[bool, int]:
-        """Free a circuit's parameters from memory."""
-        return self.prover.evict(circuit_id)
+    def halt(self) -> None:
+        """Cuzk's SIGINT: no job is started any more; the server keeps taking jobs, which then wait."""
+        self.queue.halt()
+        log.info("engine workers stopped; new jobs will wait for ever (send SIGTERM to stop the daemon)")
 
     def shutdown(self) -> None:
         """Stop taking work and cancel queued jobs; a proof being proved is not waited for."""
@@ -126,6 +143,7 @@ class Engine:
                     ),
                 )
             self._lock.notify_all()
+        self._closed.set()
         for _ in self._threads:
             self._synth_q.put(None)
             self._slots.release()
@@ -173,14 +191,16 @@ class Engine:
         with self._lock:
             self.synth_active += 1
         try:
-            for job in list(work.jobs):
+            todo = self.behave.synthesized(work)
+            for job in todo:
                 self._guard(work, job, lambda j=job: self._parse(j))
             if work.jobs:
                 self._load_params(work)
-            t0 = time.monotonic()
-            for job in list(work.jobs):
-                self._guard(work, job, lambda j=job: self._synthesize_job(work, j))
-            work.synth_s = time.monotonic() - t0
+            work.registered = time.monotonic()
+            for job in todo:
+                if job in work.jobs:
+                    self._guard(work, job, lambda j=job: self._synthesize_job(work, j))
+            work.synth_s = time.monotonic() - work.registered
             work.synth_s += faults.slow_down(self.config.faults, work.synth_s)
         finally:
             with self._lock:
@@ -193,8 +213,9 @@ class Engine:
             work.srs_s = self.prover.ensure_loaded(circuit)
         except Exception as exc:
             log.exception("loading parameters for %s failed", circuit)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             for job in list(work.jobs):
-                self._fail(work, job, f"synthesis failed: cannot load parameters for {circuit}: {exc}")
+                self._fail(work, job, f"synthesis failed: cannot load parameters for {circuit}: {why}")
         self.srs_last_used[circuit] = time.monotonic()
 
     def _parse(self, job: Job) -> None:
@@ -211,6 +232,7 @@ class Engine:
             assert job.parsed is not None, "parsed before synthesis"
             synthesized = self.prover.synthesize(job.parsed, part["index"])
             part["state"], part["synth_ms"] = "synth_done", round(synthesized.synth_s * 1000)
+            job.synth_s += synthesized.synth_s
             parts.append(synthesized)
         self.pce_resident.add(job.kind.name)  # used, or extracted by this synthesis: in memory either way
         used = (
@@ -226,6 +248,9 @@ class Engine:
             step()
         except JobInputError as exc:
             self._fail(work, job, str(exc))
+        except OSError as exc:  # the param cache: a full disk, a vanished directory
+            log.exception("job %s: synthesis could not write or read a file", job.job_id)
+            self._fail(work, job, f"synthesis failed: {exc.strerror or exc}")
         except Exception as exc:
             log.exception("job %s: synthesis raised", job.job_id)
             part = next((p["index"] for p in job.parts if p["state"] == "synthesizing"), None)
@@ -260,14 +285,21 @@ class Engine:
             self._prove(work)
 
     def _prove(self, work: Work) -> None:
+        hang = self.config.faults.hang_at_proof
         for job in work.jobs:
             faults.maybe_die(self.config.faults, job.proof_no, job.job_id)
             for part in job.parts:
                 part["state"] = "gpu"
+        if not work.jobs:
+            return
         self.proving = work.jobs[0]
+        if self.behave.hang_blocks_worker and any(j.proof_no == hang for j in work.jobs):
+            log.warning("fault: proof %d hangs the prove worker (as a hung GPU would)", hang)
+            self._closed.wait()
+            return
         t0 = time.monotonic()
         try:
-            proofs = self.prover.prove(work.parts)
+            proofs = self.prover.prove(work.parts) if work.parts else []
             faults.slow_down(self.config.faults, time.monotonic() - t0)
         except Exception as exc:
             log.exception("prove stage raised")
@@ -277,47 +309,46 @@ class Engine:
         finally:
             self.proving = None
         gpu_s = time.monotonic() - t0
-        pieces: dict[str, list[bytes]] = {}
+        pieces: dict[Job, bytes] = {}
         for owner, proof in zip(work.owners, proofs, strict=True):
-            pieces.setdefault(owner.job_id, []).append(proof)
-        for job in list(work.jobs):
-            self._deliver(work, job, b"".join(pieces[job.job_id]), gpu_s)
+            pieces[owner] = pieces.get(owner, b"") + proof
+        self._deliver(work, pieces, gpu_s)
 
-    def _deliver(self, work: Work, job: Job, proof: bytes, gpu_s: float) -> None:
-        if job.kind.name == "porep" and not self._self_check(job, proof):
-            req = job.request
-            msg = f"assembled proof did not verify (sector={req.sector_number}, miner={req.miner_id})"
-            self._fail(work, job, f"PoRep proof self-check failed: {msg}")
+    def _deliver(self, work: Work, pieces: dict[Job, bytes], gpu_s: float) -> None:
+        """Split the pass's proofs per job, verify each, apply the proof faults, answer."""
+        split = self.behave.split(work, pieces)
+        if isinstance(split, str):
+            for job in list(work.jobs):
+                self._fail(work, job, split)
             return
-        if job.proof_no == self.config.faults.corrupt_at_proof:
-            log.warning("fault: corrupting proof %d (job %s)", job.proof_no, job.job_id)
-            proof = faults.corrupt_proof(proof)
-        for part in job.parts:
-            part["state"], part["gpu_ms"] = "done", round(gpu_s * 1000)
-        if job.proof_no == self.config.faults.hang_at_proof:
-            log.warning("fault: proof %d (job %s) will never finish", job.proof_no, job.job_id)
-            return
-        total = time.monotonic() - job.submitted
-        result = pb.AwaitProofResponse(
-            job_id=job.job_id,
-            status=Status.COMPLETED,
-            proof=proof,
-            queue_wait_ms=_ms(job.started - job.submitted),
-            srs_load_ms=_ms(work.srs_s),
-            synthesis_ms=_ms(work.synth_s),
-            gpu_compute_ms=_ms(gpu_s),
-            total_ms=_ms(total),
-        )
-        self._finish(job, result)
-        log.info("job %s completed (%s) in %d ms", job.job_id, job.kind.status_name, result.total_ms)
+        checked = []
+        for index, job in enumerate(list(work.jobs)):
+            bad = self._self_check(job, split[job])
+            if bad is not None:
+                self._fail(work, job, self.behave.self_check_message(job, index, work.size > 1, bad))
+            else:
+                checked.append((job, faults.after_self_check(self.config.faults, job.proof_no, split[job])))
+        now = time.monotonic()
+        for job, proof in faults.swap_batch(self.config.faults, checked):
+            for part in job.parts:
+                part["state"], part["gpu_ms"] = "done", round(gpu_s * 1000)
+            if job.proof_no == self.config.faults.hang_at_proof:
+                log.warning("fault: proof %d (job %s) will never finish", job.proof_no, job.job_id)
+                continue
+            result = pb.AwaitProofResponse(job_id=job.job_id, status=Status.COMPLETED, proof=proof)
+            for name, seconds in self.behave.timings(work, job, gpu_s, now).items():
+                setattr(result, name, _ms(seconds))
+            self._finish(job, result)
+            log.info("job %s completed (%s) in %d ms", job.job_id, job.kind.status_name, result.total_ms)
 
-    def _self_check(self, job: Job, proof: bytes) -> bool:
+    def _self_check(self, job: Job, proof: bytes) -> int | None:
+        """The first partition whose proof does not verify, None when all do."""
         try:
             assert job.parsed is not None, "parsed before proving"
-            return self.prover.self_check(job.parsed, proof)
+            return self.prover.first_bad_partition(job.parsed, proof)
         except Exception:
-            log.exception("job %s: PoRep self-check raised", job.job_id)
-            return False
+            log.exception("job %s: self-check raised", job.job_id)
+            return 0
 
     # ---- results ------------------------------------------------------------------------------
 

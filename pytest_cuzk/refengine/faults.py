@@ -1,9 +1,10 @@
 """Fault injection for the reference engine: the failures a harness must report well.
 
 Real fleets lose daemons to the OOM killer, see proofs that never return, GPUs that
-return garbage, and builds that got slower. These hooks reproduce each on demand (config
-``[ref.faults]`` or env ``CUZK_REF_FAULTS``) so the plugin's handling of them can be tested
-for real.
+return garbage or wrong proofs, batches whose proofs go to the wrong requests, and builds
+that got slower. These hooks reproduce each on demand (config ``[ref.faults]`` or env
+``CUZK_REF_FAULTS``) so the plugin's handling of them can be tested for real. The proof
+faults act after the engine's own self-check: they model what a check missed.
 """
 
 from __future__ import annotations
@@ -14,12 +15,22 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 from py_arkworks_bls12381 import G1Point
 
 from .config import Faults
 
-__all__ = ["before_ready", "corrupt_proof", "maybe_die", "slow_down", "start_memory_growth"]
+__all__ = [
+    "after_self_check",
+    "before_ready",
+    "corrupt_proof",
+    "invalid_proof",
+    "maybe_die",
+    "slow_down",
+    "start_memory_growth",
+    "swap_batch",
+]
 
 log = logging.getLogger("cuzk_ref.faults")
 _G1_LEN = 48
@@ -64,6 +75,32 @@ def corrupt_proof(proof: bytes) -> bytes:
     a = bytearray(proof[:_G1_LEN])
     a[0] ^= 0x80  # clear the compression flag: never a valid compressed encoding
     return bytes(a) + proof[_G1_LEN:]
+
+
+def invalid_proof(proof: bytes) -> bytes:
+    """Replace partition 0's A by A + G: a valid, in-subgroup point, but the proof no longer verifies."""
+    a = G1Point.from_compressed_bytes(proof[:_G1_LEN]) + G1Point()
+    return a.to_compressed_bytes() + proof[_G1_LEN:]
+
+
+def after_self_check(faults: Faults, proof_no: int, proof: bytes) -> bytes:
+    """Proof ``proof_no`` as the faults return it: malformed, or well-formed but wrong."""
+    if proof_no == faults.corrupt_at_proof:
+        log.warning("fault: corrupting proof %d (an invalid point encoding)", proof_no)
+        return corrupt_proof(proof)
+    if proof_no == faults.invalid_at_proof:
+        log.warning("fault: proof %d is well-formed but does not verify", proof_no)
+        return invalid_proof(proof)
+    return proof
+
+
+def swap_batch(faults: Faults, proofs: list[tuple[Any, bytes]]) -> list[tuple[Any, bytes]]:
+    """With ``swap_batch_proofs``, the first two jobs of a batch get each other's proof."""
+    if not faults.swap_batch_proofs or len(proofs) < 2:
+        return proofs
+    (a, pa), (b, pb_), *rest = proofs
+    log.warning("fault: swapping the proofs of two jobs of one batch")
+    return [(a, pb_), (b, pa), *rest]
 
 
 def slow_down(faults: Faults, stage_s: float) -> float:

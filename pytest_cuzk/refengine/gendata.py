@@ -1,18 +1,21 @@
 """Deterministic test data for all four proof kinds, plus the manifest that describes it.
 
-``generate(out_dir, preset, seed)`` writes ``c1.json`` (PoRep C1 wrapper),
-``snap-vanilla.json``, ``wpost-vanilla.json`` and ``winning-vanilla.json``
-(JSON arrays of base64 blobs, cuzk-bench's ``--vanilla`` format) and
-``manifest.toml`` with each file's sha256, size and request fields. Every
-value comes from SHA-256 of (seed, label, index), so the same seed gives
-byte-identical files on any machine and Python version.
+``generate(out_dir, preset, seed, sectors)`` writes, for each of ``sectors``
+sectors (default 2), ``c1.json`` (PoRep C1 wrapper), ``snap-vanilla.json``,
+``wpost-vanilla.json`` and ``winning-vanilla.json`` (JSON arrays of base64 blobs,
+cuzk-bench's ``--vanilla`` format; sector N > 1 adds ``-N`` to the name), and
+``manifest.toml`` with one ``[[kinds.<kind>]]`` table per sector: its file,
+sha256, size and request fields. Sectors differ in every value (PoRep sector
+numbers 1, 2, ...; PoSt sector ids and randomness), so a batch case whose proofs
+went to the wrong requests fails verification. Every value comes from SHA-256 of
+(seed, label, sector, index): the same seed gives byte-identical files anywhere.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
@@ -24,22 +27,32 @@ from .circuits.common import MerkleTree, prover_id
 from .field import R, fr_to_bytes
 from .hashing import hash2
 
-__all__ = ["MINER_ID", "SECTOR_NUMBER", "generate", "main"]
+__all__ = ["MINER_ID", "file_name", "generate"]
 
 MINER_ID = 1000
-SECTOR_NUMBER = 1
 FILES = {"porep": "c1.json", "snap": "snap-vanilla.json", "wpost": "wpost-vanilla.json",
          "winning": "winning-vanilla.json"}  # fmt: skip
+
+
+def file_name(kind: str, sector: int) -> str:
+    """Sector 1 keeps cuzk-bench's name (``c1.json``); sector N adds ``-N`` (``c1-2.json``)."""
+    name = FILES[kind]
+    if sector == 1:
+        return name
+    stem, _, ext = name.rpartition(".")
+    return f"{stem}-{sector}.{ext}"
 
 
 class _Stream:
     """Field elements and byte strings from SHA-256(seed, label, index)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, sector: int = 1) -> None:
         self.seed = seed
+        self.sector = sector
 
     def raw(self, label: str, i: int = 0) -> bytes:
-        return hashlib.sha256(f"cuzk-ref gendata {self.seed} {label} {i}".encode()).digest()
+        tag = "" if self.sector == 1 else f" sector {self.sector}"
+        return hashlib.sha256(f"cuzk-ref gendata {self.seed}{tag} {label} {i}".encode()).digest()
 
     def fr(self, label: str, i: int = 0) -> int:
         return int.from_bytes(self.raw(label, i), "little") % R
@@ -55,12 +68,12 @@ class _Stream:
 
 
 def porep_c1(p: Preset, s: _Stream) -> bytes:
-    """A C1 wrapper for miner MINER_ID, sector SECTOR_NUMBER."""
+    """A C1 wrapper for miner MINER_ID, sector number ``s.sector``."""
     n = 1 << p.tree_depth
     data = s.frs("porep data", n)
     ticket, seed = s.raw("porep ticket"), s.raw("porep seed")
     d_tree = MerkleTree.build(data)
-    rid = porep.replica_id(MINER_ID, SECTOR_NUMBER, ticket, d_tree.root)
+    rid = porep.replica_id(MINER_ID, s.sector, ticket, d_tree.root)
     labels: list[int] = []
     for i in range(n):
         parent_labels = [labels[q] for q in porep.parents(i)] or [0] * porep.PARENTS
@@ -81,7 +94,7 @@ def porep_c1(p: Preset, s: _Stream) -> bytes:
         parts.append(c1.Partition(c_tree.root, r_tree.root, nodes))
     commitments = {"comm_r": fr_to_bytes(comm_r), "comm_d": fr_to_bytes(d_tree.root),
                    "replica_id": fr_to_bytes(rid), "seed": seed, "ticket": ticket}  # fmt: skip
-    return c1.encode(commitments, parts, SECTOR_NUMBER)
+    return c1.encode(commitments, parts, s.sector)
 
 
 def snap_data(p: Preset, s: _Stream) -> tuple[list[bytes], dict[str, str]]:
@@ -109,11 +122,12 @@ def snap_data(p: Preset, s: _Stream) -> tuple[list[bytes], dict[str, str]]:
 
 
 def post_data(kind: int, p: Preset, s: _Stream, randomness: bytes) -> list[bytes]:
-    """One blob per sector of a full partition (sector ids 1..n)."""
+    """One blob per sector of a full partition (data set N: sector ids (N-1)*n+1 .. N*n)."""
     n_sectors, _ = post.slots(kind, p)
     rand = int.from_bytes(randomness, "little")
     blobs = []
-    for sector_id in range(1, n_sectors + 1):
+    first = (s.sector - 1) * n_sectors + 1
+    for sector_id in range(first, first + n_sectors):
         label = f"post {kind} sector {sector_id}"
         tree = MerkleTree.build(s.frs(label, 1 << p.tree_depth))
         comm_c = s.fr(label + " comm_c")
@@ -126,44 +140,49 @@ def post_data(kind: int, p: Preset, s: _Stream, randomness: bytes) -> list[bytes
     return blobs
 
 
-def generate(out_dir: Path, preset: str = "default", seed: int = 0) -> Path:
-    """Write the four data files and ``manifest.toml`` into ``out_dir``; returns the manifest path."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown reference preset {preset!r}; use one of: {', '.join(PRESETS)}")
-    p, s = PRESETS[preset], _Stream(seed)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / FILES["porep"]).write_bytes(porep_c1(p, s))
+def _sector(out_dir: Path, p: Preset, seed: int, sector: int) -> dict[str, dict[str, Any]]:
+    """Write one sector's four files; returns each kind's request fields."""
+    s = _Stream(seed, sector)
+    (out_dir / file_name("porep", sector)).write_bytes(porep_c1(p, s))
     snap_blobs, snap_fields = snap_data(p, s)
-    write_vanilla_proofs(out_dir / FILES["snap"], snap_blobs)
+    write_vanilla_proofs(out_dir / file_name("snap", sector), snap_blobs)
     wrand, winrand = s.randomness("wpost randomness"), s.randomness("winning randomness")
-    write_vanilla_proofs(out_dir / FILES["wpost"], post_data(pb.WINDOW_POST_PARTITION, p, s, wrand))
-    write_vanilla_proofs(out_dir / FILES["winning"], post_data(pb.WINNING_POST, p, s, winrand))
-    requests = {
+    write_vanilla_proofs(
+        out_dir / file_name("wpost", sector), post_data(pb.WINDOW_POST_PARTITION, p, s, wrand)
+    )
+    write_vanilla_proofs(out_dir / file_name("winning", sector), post_data(pb.WINNING_POST, p, s, winrand))
+    return {
         "porep": {"registered_proof": KINDS["porep"].registered_proof, "miner_id": MINER_ID,
-                  "sector_number": SECTOR_NUMBER},
+                  "sector_number": sector},
         "snap": {"registered_proof": KINDS["snap"].registered_proof, **snap_fields},
         "wpost": {"registered_proof": KINDS["wpost"].registered_proof, "miner_id": MINER_ID,
                   "randomness": wrand.hex(), "partition_index": 0},
         "winning": {"registered_proof": KINDS["winning"].registered_proof, "miner_id": MINER_ID,
                     "randomness": winrand.hex()},
     }  # fmt: skip
-    manifest = {"engine": {"name": "cuzk-ref", "preset": preset, "seed": seed}, "kinds": {}}
-    for kind, name in FILES.items():
-        raw = (out_dir / name).read_bytes()
-        manifest["kinds"][kind] = {"file": name, "sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw),
-                                   "request": requests[kind]}  # fmt: skip
+
+
+def generate(out_dir: Path, preset: str = "default", seed: int = 0, sectors: int = 2) -> Path:
+    """Write every sector's four data files and ``manifest.toml`` into ``out_dir``; returns the manifest."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown reference preset {preset!r}; use one of: {', '.join(PRESETS)}")
+    if sectors < 1:
+        raise ValueError(f"sectors must be at least 1, got {sectors}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kinds: dict[str, list[dict[str, Any]]] = {kind: [] for kind in FILES}
+    for sector in range(1, sectors + 1):
+        for kind, request in _sector(out_dir, PRESETS[preset], seed, sector).items():
+            name = file_name(kind, sector)
+            raw = (out_dir / name).read_bytes()
+            entry = {
+                "file": name,
+                "sha256": hashlib.sha256(raw).hexdigest(),
+                "size": len(raw),
+                "request": request,
+            }
+            kinds[kind].append(entry)
+    manifest = {"engine": {"name": "cuzk-ref", "preset": preset, "seed": seed}, "kinds": kinds}
     path = out_dir / "manifest.toml"
     path.write_text(tomli_w.dumps(manifest))
     return path
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``gen-data DIR [--preset P] [--seed N]``: write the data set and print the manifest's path."""
-    ap = argparse.ArgumentParser(prog="cuzk-ref gen-data", description="Write reference-engine test data.")
-    ap.add_argument("dir", type=Path, help="Output directory (created if missing)")
-    ap.add_argument("--preset", default="default", choices=sorted(PRESETS), help="Circuit size preset")
-    ap.add_argument("--seed", type=int, default=0, help="Data seed; the same seed gives identical files")
-    args = ap.parse_args(argv)
-    print(generate(args.dir, args.preset, args.seed))
-    return 0

@@ -1,10 +1,11 @@
 """The reference engine's jobs and what it remembers of them.
 
-``JobStore`` holds the jobs queued or running and every finished job's result, keyed by
-job id like cuzk: AwaitProof on an id whose earlier run finished returns that stored
-result at once, even while a resubmission with the same id runs again; a second Submit
-with an id that is still queued or running joins that job. It also keeps the counters
-GetStatus and GetMetrics report. It shares the engine's lock.
+``JobStore`` holds the jobs queued or running and finished jobs' results, keyed by job id
+like cuzk: AwaitProof on an id whose earlier run finished returns that stored result at
+once, even while a resubmission with the same id runs again; a second Submit with an id
+that is still queued or running joins that job. cuzk keeps every result for ever; the
+store keeps the last ``keep`` when given one. It also keeps the counters GetStatus and
+GetMetrics report. It shares the engine's lock.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Job:
     started: float = 0.0
     finished: float = 0.0
     proof_no: int = 0
+    synth_s: float = 0.0  # summed over the job's partitions
     parsed: ParsedJob | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)  # per-partition progress for /status
     result: pb.AwaitProofResponse | None = None
@@ -51,20 +53,26 @@ class Work:
     """One pass through synthesis and prove: a single job, or a batch of same-kind jobs."""
 
     jobs: list[Job]
+    size: int = 0  # jobs it started with (failed ones leave ``jobs``)
     srs_s: float = 0.0
+    registered: float = 0.0  # when parsing and loading the parameters were done
     synth_s: float = 0.0
     parts: list[Synthesized] = field(default_factory=list)
     owners: list[Job] = field(default_factory=list)  # the job each entry of ``parts`` belongs to
+
+    def __post_init__(self) -> None:
+        self.size = self.size or len(self.jobs)
 
 
 class JobStore:
     """Active jobs, stored results and the counters, under the engine's lock."""
 
-    def __init__(self, lock: threading.Condition) -> None:
+    def __init__(self, lock: threading.Condition, keep: int | None = None) -> None:
         self.lock = lock
+        self.keep = keep
         self.active: dict[str, Job] = {}
-        self.results: dict[str, pb.AwaitProofResponse] = {}
-        self._recent: deque[Job] = deque()
+        self.results: dict[str, pb.AwaitProofResponse] = {}  # oldest first
+        self._recent: deque[Job] = deque(maxlen=keep)  # listed for /status (30 s, and ``keep`` at most)
         self.completed: dict[str, int] = {}
         self.failed: dict[str, int] = {}
         self.durations: deque[tuple[str, float]] = deque(maxlen=1000)
@@ -81,7 +89,11 @@ class JobStore:
         """Store a job's result, count it, and wake whoever waits for it."""
         with self.lock:
             job.result, job.state, job.finished = result, DONE, time.monotonic()
+            job.parsed = None  # the decoded inputs are not needed any more
+            self.results.pop(job.job_id, None)
             self.results[job.job_id] = result
+            while self.keep is not None and len(self.results) > self.keep:
+                del self.results[next(iter(self.results))]
             if self.active.get(job.job_id) is job:
                 del self.active[job.job_id]
             self._recent.append(job)

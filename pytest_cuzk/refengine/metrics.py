@@ -4,7 +4,9 @@ cuzk emits, in this order: ``cuzk_proofs_completed_total``, ``cuzk_proofs_failed
 ``cuzk_uptime_seconds``, ``cuzk_queue_depth``, the per-kind ``cuzk_proofs_completed`` and
 ``cuzk_proofs_failed`` (counters without ``_total``), the summary
 ``cuzk_proof_duration_seconds`` over the last 1000 completions (only once a proof has
-completed), ``cuzk_running_jobs`` and ``cuzk_gpu_workers``.
+completed), ``cuzk_running_jobs`` and ``cuzk_gpu_workers``. Then one family real cuzk
+does not have, through which the engine says what it is to any cuzk client:
+``cuzk_ref_info{version, preset, behave, param_cache} 1``.
 
 prometheus-client's text format always names a counter family ``<name>_total``, so it
 cannot print cuzk's ``# TYPE cuzk_proofs_completed counter`` line. The two per-kind
@@ -15,15 +17,26 @@ exposition stays valid (no second TYPE line for ``cuzk_proofs_completed_total``)
 from __future__ import annotations
 
 from collections.abc import Iterator
+from importlib import metadata
 
 from prometheus_client import generate_latest
-from prometheus_client.core import CollectorRegistry, Metric
+from prometheus_client.core import CollectorRegistry, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ..wire.kinds import KINDS
 from .engine import Engine
 
-__all__ = ["EngineCollector", "render"]
+__all__ = ["INFO_METRIC", "EngineCollector", "engine_version", "render"]
+
+INFO_METRIC = "cuzk_ref"  # exposed as cuzk_ref_info
+
+
+def engine_version() -> str:
+    """The installed pytest-cuzk's version: cuzk-ref ships with it."""
+    try:
+        return metadata.version("pytest-cuzk")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _metric(name: str, doc: str, typ: str, value: float | None = None) -> Metric:
@@ -62,9 +75,17 @@ class EngineCollector(Collector):
                     summary.add_sample("cuzk_proof_duration_seconds_count", labels, len(seconds))
                     summary.add_sample("cuzk_proof_duration_seconds_sum", labels, round(sum(seconds), 3))
             yield summary
-        running = sum(1 for job in engine.jobs() if job.state == "running")
-        yield _metric("cuzk_running_jobs", "Jobs being synthesised or proved", "gauge", running)
-        yield _metric("cuzk_gpu_workers", "Prove workers", "gauge", 1)
+        behave = engine.behave
+        yield _metric("cuzk_running_jobs", "Jobs being worked on", "gauge", behave.running_jobs(engine))
+        yield _metric("cuzk_gpu_workers", "GPU workers", "gauge", behave.gpu_workers(engine))
+        info = InfoMetricFamily(
+            INFO_METRIC, "The cuzk-ref reference engine: what it is and where its keys are"
+        )
+        config = engine.config
+        labels = {"version": engine_version(), "preset": config.preset, "behave": behave.name,
+                  "param_cache": str(config.param_cache)}  # fmt: skip
+        info.add_metric([], labels)
+        yield info
 
     @staticmethod
     def _per_kind(name: str, doc: str, counts: dict[str, int]) -> Metric:

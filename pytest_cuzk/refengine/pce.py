@@ -13,11 +13,16 @@ Layout (little endian), header as cuzk's version-2 files, 32 bytes::
 then for each of A, B, C: row_ptrs (u64 count + u32 each), cols (u64 count +
 u32 each), vals (u64 count + 32-byte scalars). Unlike cuzk, scalars are
 canonical little-endian (not Montgomery form) and there are no density
-bitmaps: the reference prover keeps densities in its proving key.
+bitmaps: the reference prover keeps densities in its proving key. Last comes
+the circuit's constraint digest (u64 count = 32, then SHA-256 of everything
+before it), which ties the file to its circuit: the trusted setup records the
+digest in the key's metadata, and a file whose matrices do not hash to it (a
+changed coefficient, another circuit's file) is rejected and extracted again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import sys
 from array import array
@@ -31,12 +36,23 @@ from .cursor import Cursor
 from .field import R
 from .r1cs import CSR, Matrices
 
-__all__ = ["HEADER", "MAGIC", "VERSION", "PceError", "load_pce", "pce_path", "write_pce"]
+__all__ = [
+    "HEADER",
+    "MAGIC",
+    "VERSION",
+    "PceError",
+    "constraint_digest",
+    "encode",
+    "load_pce",
+    "pce_path",
+    "write_pce",
+]
 
 MAGIC = b"PCE\x02"
 VERSION = 2
 HEADER = struct.Struct("<4sIIIIQI")
 assert HEADER.size == 32
+DIGEST_LEN = 32
 
 
 class PceError(ValueError):
@@ -55,13 +71,23 @@ def _u32s(values: Iterable[int]) -> bytes:
     return struct.pack("<Q", len(arr)) + arr.tobytes()
 
 
-def encode(m: Matrices) -> bytes:
-    """The whole file's bytes."""
+def _body(m: Matrices) -> bytes:
     out = [HEADER.pack(MAGIC, VERSION, m.num_inputs, m.num_aux, m.num_constraints, m.nnz, 0)]
     for mat in (m.a, m.b, m.c):
         out += [_u32s(mat.row_ptr), _u32s(mat.cols), struct.pack("<Q", len(mat.vals))]
         out += [v.to_bytes(32, "little") for v in mat.vals]
     return b"".join(out)
+
+
+def constraint_digest(m: Matrices) -> str:
+    """Hex SHA-256 of a constraint system's sizes and matrices: what a PCE file of it must carry."""
+    return hashlib.sha256(_body(m)).hexdigest()
+
+
+def encode(m: Matrices) -> bytes:
+    """The whole file's bytes, its constraint digest last."""
+    body = _body(m)
+    return body + struct.pack("<Q", DIGEST_LEN) + hashlib.sha256(body).digest()
 
 
 def write_pce(param_cache: Path, name: str, m: Matrices) -> Path:
@@ -97,8 +123,12 @@ class _Reader(Cursor[memoryview]):
         return vals
 
 
-def load_pce(path: Path) -> Matrices:
-    """Read and validate a PCE file; PceError says what is wrong with it."""
+def load_pce(path: Path, expected_digest: str | None = None) -> Matrices:
+    """Read and validate a PCE file; PceError says what is wrong with it.
+
+    ``expected_digest`` is the circuit's constraint digest (from its key): a file of
+    another circuit is rejected even when it is intact.
+    """
     raw = path.read_bytes()
     if len(raw) < HEADER.size:
         raise PceError(f"{path}: truncated PCE file ({len(raw)} bytes, header needs {HEADER.size})")
@@ -117,9 +147,17 @@ def load_pce(path: Path) -> Matrices:
         if cols and max(cols) >= ni + na:
             raise PceError(f"{path}: matrix {name} names a variable beyond the header's {ni + na}")
         mats.append(CSR(rp, cols, vals))
+    body_end = r.pos
+    (count,) = struct.unpack("<Q", r.take(8, "constraint digest"))
+    stored = r.take(count, "constraint digest").tobytes().hex()
     if r.pos != len(raw):
         raise PceError(f"{path}: {len(raw) - r.pos} unexpected trailing bytes")
     m = Matrices(ni, na, *mats)
     if m.nnz != nnz:
         raise PceError(f"{path}: header says {nnz} non-zeros, matrices hold {m.nnz}")
+    if count != DIGEST_LEN or hashlib.sha256(raw[:body_end]).hexdigest() != stored:
+        raise PceError(f"{path}: its matrices do not match its constraint digest (a changed value?)")
+    if expected_digest is not None and stored != expected_digest:
+        raise PceError(f"{path}: holds another circuit (constraint digest {stored[:16]}..., expected "
+                       f"{expected_digest[:16]}...)")  # fmt: skip
     return m

@@ -12,8 +12,11 @@ while the MSMs of the current one run.
 Parameters are per preset and circuit in the param cache
 (``cuzk-ref-<preset>-<circuit id>.params`` and ``.vk``), made by a trusted
 setup on first need and reused afterwards. The first synthesis of a circuit
-goes through the constraint system and writes ``pce-<name>.bin``; later ones,
-also after a restart, use the PCE: witness generation plus sparse mat-vec.
+goes through the constraint system and writes ``pce-<name>.bin``; with
+``reuse_pce`` later ones, also after a restart, use the PCE (witness generation
+plus sparse mat-vec) when it carries the circuit's constraint digest. Without it
+(cuzk's way) every synthesis takes the constraint system, and the PCE is
+extracted again, in the background, after every start and never read back.
 """
 
 from __future__ import annotations
@@ -45,14 +48,42 @@ from .groth16 import (
     generate_random_parameters,
     to_scalars,
 )
-from .pce import PceError, load_pce, pce_path, write_pce
+from .pce import PceError, constraint_digest, load_pce, pce_path, write_pce
 from .qap import h_coefficients
 from .r1cs import ConstraintSystem, Matrices, WitnessCS
-from .verify import key_stem, verify_partitions
+from .verify import first_bad_partition, key_stem
 
-__all__ = ["PRESETS", "JobInputError", "ParsedJob", "Preset", "RefProver", "Synthesized"]
+__all__ = [
+    "PRESETS",
+    "JobInputError",
+    "ParamCacheError",
+    "ParsedJob",
+    "Preset",
+    "RefProver",
+    "Synthesized",
+    "check_param_cache",
+]
 
 log = logging.getLogger(__name__)
+
+
+class ParamCacheError(ValueError):
+    """A param cache the engine cannot use; the message names it and says what to do."""
+
+
+def check_param_cache(path: Path) -> None:
+    """Make the param cache (a writable directory) or say why it cannot be one."""
+    if path.exists() and not path.is_dir():
+        raise ParamCacheError(f"param cache {path} is not a directory; set srs.param_cache to a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParamCacheError(f"cannot create param cache {path}: {exc.strerror}") from exc
+    if not os.access(path, os.W_OK):
+        raise ParamCacheError(
+            f"param cache {path} is read-only: cuzk-ref writes its keys, PCE files and locks there; "
+            "make it writable or set srs.param_cache to another directory"
+        )
 
 
 @dataclass(frozen=True)
@@ -86,11 +117,19 @@ class _Resident:
 class RefProver:
     """Setup, PCE, synthesis, proving and self-check for the reference circuits; thread-safe."""
 
-    def __init__(self, param_cache: Path, preset: str = "default", seed: int = 0, threads: int = 0) -> None:
+    def __init__(
+        self,
+        param_cache: Path,
+        preset: str = "default",
+        seed: int = 0,
+        threads: int = 0,
+        reuse_pce: bool = True,
+    ) -> None:
         if preset not in PRESETS:
             raise ValueError(f"unknown reference preset {preset!r}; use one of: {', '.join(PRESETS)}")
         self.param_cache = Path(param_cache)
-        self.param_cache.mkdir(parents=True, exist_ok=True)
+        check_param_cache(self.param_cache)
+        self.reuse_pce = reuse_pce
         self._preset = PRESETS[preset]
         self.seed = seed  # the data seed the engine passes to gendata; proofs always use fresh randomness
         self.threads = threads or _usable_cpus()
@@ -99,6 +138,7 @@ class RefProver:
         self._circuit_locks: dict[str, threading.Lock] = {}
         self._keys: dict[str, _Resident] = {}
         self._pce: dict[str, Matrices] = {}
+        self._extracted: set[str] = set()  # circuits whose PCE this process has written
         self.timer = PhaseTimer()
 
     @property
@@ -121,9 +161,10 @@ class RefProver:
         if not (params.exists() and params.with_suffix(".vk").exists()):
             return False
         try:
-            return keyfile.read_meta(params).get("shape") == self._preset.shape()
+            meta = keyfile.read_meta(params)
         except (ValueError, OSError):
             return False
+        return meta.get("shape") == self._preset.shape() and "constraint_digest" in meta
 
     def ensure_params(self, circuit_id: str) -> None:
         """Run the trusted setup for ``circuit_id`` unless current .params/.vk files exist."""
@@ -139,7 +180,12 @@ class RefProver:
             circuit.synthesize(cs, self._preset, circuit.blank(self._preset))
             with self.timer.phase("setup"):
                 pk = generate_random_parameters(cs.matrices(), self.timer)
-            pk.meta.update(circuit_id=circuit_id, kind=circuit.kind.name, shape=self._preset.shape())
+            pk.meta.update(
+                circuit_id=circuit_id,
+                kind=circuit.kind.name,
+                shape=self._preset.shape(),
+                constraint_digest=constraint_digest(cs.matrices()),
+            )
             keyfile.write_params(path, pk)
             keyfile.write_vk(path.with_suffix(".vk"), pk.vk, pk.meta)
 
@@ -189,22 +235,22 @@ class RefProver:
         return ParsedJob(kind, inputs.partitions, inputs)
 
     def _resident_pce(self, circuit_id: str, name: str) -> Matrices | None:
+        if not self.reuse_pce:
+            return None
         if circuit_id in self._pce:
             return self._pce[circuit_id]
         path = pce_path(self.param_cache, name)
         if not path.exists():
             return None
         with self._circuit_lock(circuit_id), self.timer.phase("pce: load"):
-            try:
-                m = load_pce(path)
-            except PceError as exc:
-                log.warning("ignoring unusable PCE (%s); it will be re-extracted", exc)
-                return None
+            expected = None
             if self._params_current(circuit_id):
-                meta = keyfile.read_meta(self.params_path(circuit_id))
-                if (meta["num_inputs"], meta["num_aux"]) != (m.num_inputs, m.num_aux):
-                    log.warning("ignoring %s: it belongs to another circuit size; re-extracting", path)
-                    return None
+                expected = keyfile.read_meta(self.params_path(circuit_id))["constraint_digest"]
+            try:
+                m = load_pce(path, expected)
+            except PceError as exc:
+                log.warning("ignoring unusable PCE (%s); it will be extracted again", exc)
+                return None
             self._pce[circuit_id] = m
             return m
 
@@ -219,8 +265,12 @@ class RefProver:
         z, abc, used_pce, cs = self._assign(job, partition)
         assign_s = time.perf_counter() - t0
         self.timer.add("synthesis: PCE path" if used_pce else "synthesis: constraint system", assign_s)
-        if cs is not None:
+        if cs is not None and self.reuse_pce:
             self._extract_pce(job.kind.circuit_id, job.kind.pce_name, cs)
+        elif cs is not None and job.kind.circuit_id not in self._extracted:
+            # cuzk has no "in progress" flag: every job before the first extraction ends starts one.
+            args = (job.kind.circuit_id, job.kind.pce_name, cs)
+            threading.Thread(target=self._extract_pce, args=args, name="ref-pce", daemon=True).start()
         t1 = time.perf_counter()
         with self.timer.phase("synthesis: witness map (FFT)"):
             h = h_coefficients(*abc, get_domain(len(abc[0])))
@@ -250,13 +300,20 @@ class RefProver:
         return cs.assignment(), (cs.a, cs.b, cs.c), False, cs
 
     def _extract_pce(self, circuit_id: str, name: str, cs: ConstraintSystem) -> None:
+        """Write the circuit's PCE file; a failure (a full disk) is logged, as cuzk logs it, not fatal."""
         with self._circuit_lock(circuit_id), self.timer.phase("pce: extract + write"):
             if circuit_id in self._pce:
                 return
             m = cs.matrices()
-            path = write_pce(self.param_cache, name, m)
+            try:
+                path = write_pce(self.param_cache, name, m)
+            except OSError as exc:
+                log.warning("PCE extraction failed: %s", exc.strerror or exc)
+                return
             log.info("PCE saved to disk: %s (%d constraints, %d non-zeros)", path, m.num_constraints, m.nnz)
-            self._pce[circuit_id] = m
+            self._extracted.add(circuit_id)
+            if self.reuse_pce:
+                self._pce[circuit_id] = m
 
     def prove(self, parts: Sequence[Synthesized]) -> list[bytes]:
         """One 192-byte proof per part, same order; all MSMs in one pass, sliced over the thread pool."""
@@ -274,11 +331,11 @@ class RefProver:
         proofs = create_random_proofs(inputs, self._pool, self.threads, self.timer)
         return [p.to_bytes() for p in proofs]
 
-    def self_check(self, job: ParsedJob, proof: bytes) -> bool:
-        """Full pairing verification of a whole proof against the request-derived public inputs."""
+    def first_bad_partition(self, job: ParsedJob, proof: bytes) -> int | None:
+        """Full pairing verification against the request-derived public inputs: the first bad partition."""
         pk = self._load(job.kind.circuit_id)[0]
         with self.timer.phase("self-check"):
-            return verify_partitions(pk.vk, job.inputs, proof)
+            return first_bad_partition(pk.vk, job.inputs, proof)
 
     def timings(self) -> dict[str, Any]:
         """Seconds spent per named phase since this prover was created."""

@@ -3,7 +3,10 @@
 Jobs wait in a heap (higher priority first, FIFO within a priority) until the dispatcher
 takes the next work: one job, or for PoRep and SnapDeals with ``max_batch_size > 1`` a batch
 of same-kind jobs, which waits up to ``max_batch_wait_ms`` for company and is flushed early
-when another kind arrives (as cuzk's batch collector does). Shares the engine's lock.
+when another kind arrives (as cuzk's batch collector does). With the ``fifo`` fault,
+priorities are ignored and jobs leave in the order they came. ``halt`` (cuzk's SIGINT)
+lets no job leave any more but keeps taking new ones; ``stop`` refuses new ones too.
+Shares the engine's lock.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ class JobQueue:
         self._heap: list[tuple[int, int, Job]] = []
         self._seq = 0
         self._proofs_started = 0
-        self.stopping = False
+        self._fifo = config.faults.fifo
+        self.stopping = False  # no new jobs are taken
+        self.halted = False  # no job leaves the queue
 
     def push(self, req: pb.SubmitProofRequest, kind: ProofKindInfo) -> tuple[Job, int]:
         """Queue a proof (or join the queued or running job with its id); returns it and its position."""
@@ -50,7 +55,7 @@ class JobQueue:
             job_id = req.request_id or str(uuid.uuid4())
             job = Job(job_id, kind, req, _priority(kind, req.priority), self._seq)
             position = sum(1 for _, _, j in self._heap if j.state == QUEUED)
-            heapq.heappush(self._heap, (-job.priority, job.seq, job))
+            heapq.heappush(self._heap, (0 if self._fifo else -job.priority, job.seq, job))
             self.store.active[job.job_id] = job
             self.lock.notify_all()
         what = (job.job_id, kind.status_name, job.priority, position)
@@ -58,15 +63,22 @@ class JobQueue:
         return job, position
 
     def stop(self) -> None:
+        """Take no new jobs and hand out no more work."""
         with self.lock:
-            self.stopping = True
+            self.stopping = self.halted = True
+            self.lock.notify_all()
+
+    def halt(self) -> None:
+        """Hand out no more work, but keep accepting jobs (which then wait for ever)."""
+        with self.lock:
+            self.halted = True
             self.lock.notify_all()
 
     def next_work(self) -> Work | None:
         """The next job or batch, waiting for one; None once the engine stops."""
         with self.lock:
             while True:
-                if self.stopping:
+                if self.halted:
                     return None
                 first = self._head()
                 if first is None:
@@ -75,7 +87,7 @@ class JobQueue:
                 heapq.heappop(self._heap)
                 batching = first.kind.batchable and self.config.max_batch_size > 1
                 batch = [j for j in (self._collect(first) if batching else [first]) if j.state == QUEUED]
-                if batch and not self.stopping:
+                if batch and not self.halted:
                     return self._begin(batch)
 
     def _head(self) -> Job | None:
@@ -88,7 +100,7 @@ class JobQueue:
         """Gather same-kind jobs until the batch is full, the wait is over, or another kind waits."""
         batch = [first]
         deadline = time.monotonic() + self.config.max_batch_wait_ms / 1000
-        while len(batch) < self.config.max_batch_size and not self.stopping:
+        while len(batch) < self.config.max_batch_size and not self.halted:
             head = self._head()
             if head is not None and head.kind != first.kind:
                 break

@@ -2,8 +2,10 @@
 
 gRPC codes and messages are cuzk's (INVALID_ARGUMENT "invalid proof_kind: N" and
 "missing submit field", NOT_FOUND "job not found: <id>", INTERNAL "unknown circuit ID: X");
-where cuzk falls short of the proto (AwaitProof timeouts, CancelProof, EvictSRS, SRS sizes)
-the proto's documented intent is implemented instead. Message limits are cuzk's 128 MiB.
+ids echoed into an error are clipped, so that a huge one cannot push the answer's metadata
+past a client's limit. Where cuzk falls short of the proto (AwaitProof timeouts,
+CancelProof, EvictSRS, GetStatus, the message-size error) the engine's personality
+answers. Message limits are cuzk's 128 MiB.
 """
 
 from __future__ import annotations
@@ -14,52 +16,24 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-import pynvml
 
 from ..proto import pb, pb_grpc
 from ..wire.addresses import UNIX_PREFIX, ListenTarget, parse_listen
-from ..wire.kinds import KINDS
-from ..wire.nvml import nvml_query, nvml_session
 from . import metrics
+from .behave import MAX_MESSAGE_BYTES
 from .engine import Engine
-from .jobs import RUNNING, Job
+from .jobs import Job
 
-__all__ = ["MAX_MESSAGE_BYTES", "ProvingEngineServicer", "bind_target", "gpu_statuses", "serve"]
+__all__ = ["MAX_MESSAGE_BYTES", "ProvingEngineServicer", "bind_target", "clip", "serve"]
 
 log = logging.getLogger("cuzk_ref.server")
-MAX_MESSAGE_BYTES = 128 * 1024 * 1024
 _WAIT_SLICE_S = 1.0  # how often a blocked Await/Prove checks whether its client went away
+_CLIP = 80
 
 
-def gpu_statuses(devices: tuple[int, ...], current: Job | None) -> list[pb.GPUStatus]:
-    """GPUs as NVML sees them (none without NVML, never an error).
-
-    The reference engine proves on CPU threads; its one prove worker is shown on the first
-    listed GPU so that current_job_id behaves like cuzk's.
-    """
-    with nvml_session() as why:
-        if why:
-            return []
-        ordinals = devices or tuple(range(nvml_query(pynvml.nvmlDeviceGetCount) or 0))
-        out = []
-        for i, ordinal in enumerate(ordinals):
-            handle = nvml_query(pynvml.nvmlDeviceGetHandleByIndex, ordinal)
-            mem = nvml_query(pynvml.nvmlDeviceGetMemoryInfo, handle) if handle is not None else None
-            if handle is None or mem is None:
-                continue
-            name = nvml_query(pynvml.nvmlDeviceGetName, handle) or f"GPU {ordinal}"
-            busy = current if i == 0 else None
-            out.append(
-                pb.GPUStatus(
-                    ordinal=ordinal,
-                    name=name.decode() if isinstance(name, bytes) else name,
-                    vram_total_bytes=mem.total,
-                    vram_free_bytes=mem.free,
-                    current_job_id=busy.job_id if busy else "",
-                    current_proof_kind=busy.kind.status_name if busy else "",
-                )
-            )
-        return out
+def clip(text: str, limit: int = _CLIP) -> str:
+    """``text`` as an error may echo it: at most ``limit`` characters, the length said when cut."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
@@ -67,6 +41,12 @@ class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+
+    def _accept(self, request: Any, context: grpc.ServicerContext) -> None:
+        """Refuse an oversized request as the personality's server does (cuzk: tonic's OUT_OF_RANGE)."""
+        message = self.engine.behave.oversize(request.ByteSize())
+        if message is not None:
+            context.abort(grpc.StatusCode.OUT_OF_RANGE, message)
 
     def _submit(self, request: pb.SubmitProofRequest, context: grpc.ServicerContext) -> tuple[Job, int]:
         try:
@@ -93,60 +73,40 @@ class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
     def SubmitProof(
         self, request: pb.SubmitProofRequest, context: grpc.ServicerContext
     ) -> pb.SubmitProofResponse:
+        self._accept(request, context)
         job, position = self._submit(request, context)
         return pb.SubmitProofResponse(job_id=job.job_id, queue_position=position)
 
     def AwaitProof(
         self, request: pb.AwaitProofRequest, context: grpc.ServicerContext
     ) -> pb.AwaitProofResponse:
+        self._accept(request, context)
         try:
             found = self.engine.lookup(request.job_id)
-        except KeyError as exc:
-            context.abort(grpc.StatusCode.NOT_FOUND, exc.args[0])
+        except KeyError:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"job not found: {clip(request.job_id)}")
         if isinstance(found, Job):
-            return self._wait(found, request.timeout_ms / 1000 if request.timeout_ms else None, context)
+            return self._wait(found, self.engine.behave.await_timeout_s(request.timeout_ms), context)
         return found
 
     def Prove(self, request: pb.ProveRequest, context: grpc.ServicerContext) -> pb.ProveResponse:
+        self._accept(request, context)
         if not request.HasField("submit"):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "missing submit field")
         job, _ = self._submit(request.submit, context)
-        return pb.ProveResponse(result=self._wait(job, None, context))
+        result = pb.AwaitProofResponse()
+        result.CopyFrom(self._wait(job, None, context))
+        result.job_id = self.engine.behave.prove_job_id(request.submit.request_id, job)
+        return pb.ProveResponse(result=result)
 
     def CancelProof(
         self, request: pb.CancelProofRequest, context: grpc.ServicerContext
     ) -> pb.CancelProofResponse:
-        return pb.CancelProofResponse(was_running=self.engine.cancel(request.job_id))
+        self._accept(request, context)
+        return pb.CancelProofResponse(was_running=self.engine.behave.cancel(self.engine, request.job_id))
 
     def GetStatus(self, request: pb.GetStatusRequest, context: grpc.ServicerContext) -> pb.GetStatusResponse:
-        engine = self.engine
-        jobs = engine.jobs()
-        completed, failed, _ = engine.counts()
-        running = [j for j in jobs if j.state == RUNNING]
-        queued = [j for j in jobs if j.state == "queued"]
-        return pb.GetStatusResponse(
-            gpus=gpu_statuses(engine.config.gpu_devices, engine.proving),
-            loaded_srs=[
-                pb.SRSStatus(
-                    circuit_id=cid,
-                    tier=pb.SRSStatus.HOT,
-                    size_bytes=size,
-                    ref_count=sum(1 for j in running if j.kind.circuit_id == cid),
-                )
-                for cid, size in engine.prover.loaded()
-            ],
-            queues=[
-                pb.QueueStatus(
-                    proof_kind=kind.status_name,
-                    pending=sum(1 for j in queued if j.kind is kind),
-                    in_progress=sum(1 for j in running if j.kind is kind),
-                )
-                for kind in KINDS.values()
-            ],
-            total_proofs_completed=sum(completed.values()),
-            total_proofs_failed=sum(failed.values()),
-            uptime_seconds=int(engine.uptime_s()),
-        )
+        return self.engine.behave.status(self.engine)
 
     def GetMetrics(
         self, request: pb.GetMetricsRequest, context: grpc.ServicerContext
@@ -156,20 +116,23 @@ class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
     def PreloadSRS(
         self, request: pb.PreloadSrsRequest, context: grpc.ServicerContext
     ) -> pb.PreloadSrsResponse:
+        self._accept(request, context)
+        circuit = clip(request.circuit_id)
         try:
             already, seconds = self.engine.preload(request.circuit_id)
-        except KeyError as exc:
-            context.abort(grpc.StatusCode.INTERNAL, exc.args[0])
+        except KeyError:
+            context.abort(grpc.StatusCode.INTERNAL, f"unknown circuit ID: {circuit}")
         except Exception as exc:
-            log.exception("PreloadSRS %s failed", request.circuit_id)
-            context.abort(grpc.StatusCode.INTERNAL, f"failed to load SRS for {request.circuit_id}: {exc}")
+            log.exception("PreloadSRS %s failed", circuit)
+            context.abort(grpc.StatusCode.INTERNAL, f"failed to load SRS for {circuit}: {exc}")
         return pb.PreloadSrsResponse(
             already_loaded=already, load_time_ms=0 if already else round(seconds * 1000)
         )
 
     def EvictSRS(self, request: pb.EvictSrsRequest, context: grpc.ServicerContext) -> pb.EvictSrsResponse:
+        self._accept(request, context)
         try:
-            was_loaded, freed = self.engine.evict(request.circuit_id)
+            was_loaded, freed = self.engine.behave.evict(self.engine, request.circuit_id)
         except KeyError:
             was_loaded, freed = False, 0  # cuzk's EvictSRS never errors
         return pb.EvictSrsResponse(was_loaded=was_loaded, freed_bytes=freed)
@@ -192,9 +155,10 @@ def serve(engine: Engine, listen: str, max_workers: int = 64) -> tuple[grpc.Serv
     """Bind and start the gRPC server; returns it and the address it really serves on."""
     bind = bind_target(listen)
     target, socket_path = bind.target, bind.socket_path
+    limit = engine.behave.transport_limit
     options: list[tuple[str, Any]] = [
-        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_receive_message_length", limit),
+        ("grpc.max_send_message_length", limit),
         ("grpc.so_reuseport", 0),
     ]
     server = grpc.server(

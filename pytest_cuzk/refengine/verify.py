@@ -18,7 +18,7 @@ from .circuits.registry import Inputs, circuit_for
 from .groth16 import Proof, VerifyingKey, verify
 from .keyfile import read_vk
 
-__all__ = ["key_stem", "verify_partitions", "verify_proof"]
+__all__ = ["first_bad_partition", "key_stem", "verify_proof"]
 
 _cache: dict[tuple[Path, int], tuple[VerifyingKey, dict]] = {}
 _cache_lock = threading.Lock()
@@ -29,18 +29,18 @@ def key_stem(preset: str, circuit_id: str) -> str:
     return f"cuzk-ref-{preset}-{circuit_id}"
 
 
-def verify_partitions(vk: VerifyingKey, inputs: Inputs, proof: bytes) -> bool:
-    """Every partition proof verifies against its public inputs; False for any malformed piece."""
+def first_bad_partition(vk: VerifyingKey, inputs: Inputs, proof: bytes) -> int | None:
+    """The first partition whose proof is malformed or does not verify (0: wrong length); None if all do."""
     if len(proof) != inputs.partitions * GROTH16_PROOF_LEN:
-        return False
+        return 0
     for k in range(inputs.partitions):
         try:
             piece = Proof.from_bytes(proof[k * GROTH16_PROOF_LEN : (k + 1) * GROTH16_PROOF_LEN])
         except ValueError:
-            return False
+            return k
         if not verify(vk, inputs.public_inputs(k), piece):
-            return False
-    return True
+            return k
+    return None
 
 
 def _find_vk(param_cache: Path, circuit_id: str, preset: str | None) -> Path:
@@ -87,4 +87,4 @@ def verify_proof(
         inputs = circuit_for(kind.circuit_id).parse(request, shape)
     except JobInputError as exc:
         raise ValueError(f"cannot derive {kind.name} public inputs from the request: {exc}") from None
-    return verify_partitions(vk, inputs, proof)
+    return first_bad_partition(vk, inputs, proof) is None

@@ -44,8 +44,8 @@ def requests_by_kind(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pb.S
     out = tmp_path_factory.mktemp("data")
     manifest = tomllib.loads(gendata.generate(out, preset=PRESET).read_text())
     return {
-        name: build_request(KINDS[name], out / entry["file"], entry.get("request", {}))
-        for name, entry in manifest["kinds"].items()
+        name: build_request(KINDS[name], out / entries[0]["file"], entries[0].get("request", {}))
+        for name, entries in manifest["kinds"].items()
     }
 
 

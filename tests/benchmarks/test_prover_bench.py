@@ -44,7 +44,7 @@ def data(tmp_path_factory):
 
 def _request(data, name):
     out, manifest = data
-    entry = manifest["kinds"][name]
+    entry = manifest["kinds"][name][0]
     return build_request(KINDS[name], out / entry["file"], entry["request"])
 
 

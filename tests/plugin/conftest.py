@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy  # noqa: F401  (loaded once here: pytester's in-process runs cannot re-import it)
 import pytest
 from support import QUICK_PLAN
 

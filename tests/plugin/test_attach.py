@@ -32,6 +32,7 @@ WINNING = (
     "-p",
     "no:cacheprovider",
     "--import-mode=importlib",
+    ".",  # these files, not the packaged suite a bare --cuzk-daemon runs
 )
 
 

@@ -32,3 +32,27 @@ def test_a_case_whose_every_proof_fails_says_why(fake_run):
     result.stdout.fnmatch_lines(
         ["*1 of 1 porep proofs failed: 1x FAILED: C1 parse failed: failed to parse C1 output wrapper JSON*"]
     )
+
+
+OWN_TESTS = """
+import pytest
+
+@pytest.mark.cuzk_kinds("winning")
+def test_1_a_proof_that_never_comes(cuzk_ready, cuzk_client, cuzk_data):
+    cuzk_client.prove(cuzk_data.request("winning"), timeout_s=0.5)
+
+@pytest.mark.cuzk_kinds("wpost")
+def test_2_next(cuzk_ready, cuzk_client, cuzk_data):
+    assert cuzk_client.prove(cuzk_data.request("wpost"), timeout_s=5).completed
+"""
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "said"), [("hang", "a call timed out in test_1"), ("freeze", "daemon hung")]
+)
+def test_a_users_own_call_that_times_out_takes_the_daemon_out_before_the_next_test(fake_run, behaviour, said):
+    rule = FakeBehaviour(**{behaviour: True})
+    result, (daemon,) = fake_run({"test_own": OWN_TESTS}, "--cuzk-skip-warmup", behaviour={"winning": rule})
+    result.assert_outcomes(failed=1, passed=1)
+    assert daemon.starts == [1, 1], "the next test got a fresh daemon"
+    assert any(said in r for r in daemon.state.restarts), daemon.state.restarts

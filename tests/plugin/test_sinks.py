@@ -61,7 +61,7 @@ def test_summary_has_a_row_per_case_cold_starts_and_counter_deltas(fake_run):
             "test * kind * batch * j * ok * failed * p50 s * p90 s * p99 s * proofs/h * ±95% * RSS peak *",
             "test_prove[[]wpost-batch1-j1[]] * wpost * 1 * 1 * 2 * 0 *",
             "test_prove[[]winning-batch1-j1[]] * winning * 1 * 1 * 2 * 0 *",
-            "cold start [[]local batch 1[]]: *",
+            "cold start [[]local batch 1[]] *s: *",
             "daemon metrics over the run [[]local[]]:",
             '  cuzk_proofs_completed{proof_kind="window_post"}: +3',  # the warm-up proof and the case's two
         ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import shutil
 import signal
@@ -9,6 +10,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,9 +39,11 @@ class RefData:
     root: Path
     manifest: dict[str, Any]
 
-    def request(self, kind: str, request_id: str = "", **fields: Any) -> pb.SubmitProofRequest:
-        """A valid request for ``kind``; ``fields`` override the manifest's request fields."""
-        entry = self.manifest["kinds"][kind]
+    def request(
+        self, kind: str, request_id: str = "", sector: int = 0, **fields: Any
+    ) -> pb.SubmitProofRequest:
+        """A valid request for ``kind`` (its ``sector``-th data set); ``fields`` override the manifest's."""
+        entry = self.manifest["kinds"][kind][sector]
         req = build_request(
             KINDS[kind], self.root / entry["file"], entry.get("request", {}), request_id=request_id
         )
@@ -153,3 +158,29 @@ def copy_params(src: Path, dst: Path, circuit_id: str) -> None:
     dst.mkdir(parents=True, exist_ok=True)
     for path in (params, params.with_suffix(".vk")):
         shutil.copy2(path, dst / path.name)
+
+
+@contextmanager
+def tmpfs(path: Path, size: str = "1m", read_only: bool = False) -> Iterator[Path]:
+    """A small tmpfs mounted at ``path`` (a full disk, a read-only cache), or skip without the rights."""
+    path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size}" + (",ro" if read_only else "")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(directory: Path) -> None:
+    """Take every free byte of the file system ``directory`` is on."""
+    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -28,7 +28,9 @@ def requests_by_kind(tmp_path_factory):
     out = tmp_path_factory.mktemp("data")
     manifest = tomllib.loads(gendata.generate(out).read_text())
     return {
-        name: build_request(kind, out / manifest["kinds"][name]["file"], manifest["kinds"][name]["request"])
+        name: build_request(
+            kind, out / manifest["kinds"][name][0]["file"], manifest["kinds"][name][0]["request"]
+        )
         for name, kind in KINDS.items()
     }
 

@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -69,7 +70,18 @@ def test_config_reads_cuzk_sections_ignores_unknown_keys_and_env_faults_win(tmp_
         7,
     )
     assert config.faults == Faults(hang_at_proof=3, corrupt_at_proof=2)
-    assert load_config(tmp_path / "absent.toml", env={}).listen == "unix:///run/curio/cuzk.sock"
+    assert config.behave == "cuzk"
+
+
+def test_without_a_config_the_defaults_and_a_per_user_param_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    config = load_config(None, env={})
+    assert (config.listen, config.behave) == ("unix:///run/curio/cuzk.sock", "cuzk")
+    assert config.param_cache == tmp_path / "pytest-cuzk" / "ref-params-default"
+    with pytest.raises(ConfigError, match=r"absent\.toml: config file not found"):
+        load_config(tmp_path / "absent.toml", env={})
 
 
 @pytest.mark.parametrize(
@@ -79,6 +91,9 @@ def test_config_reads_cuzk_sections_ignores_unknown_keys_and_env_faults_win(tmp_
         ("[pipeline]\nenabled = 1", "pipeline.enabled must be bool, got int 1"),
         ("[memory]\ntotal_budget = 'lots'", "memory.total_budget: use a number with B, MB, MiB, GB or GiB"),
         ("[ref.faults]\nexplode = 1", "unknown fault 'explode'"),
+        ("[ref.faults]\nfifo = 1", "fifo must be bool, got int 1"),
+        ("[ref.faults]\nslow_factor = 0.5", "slow_factor must be at least 1, got 0.5"),
+        ("[ref]\nbehave = 'rust'", "ref.behave must be one of cuzk, protocol, got 'rust'"),
         ("[daemon\n", "not valid TOML"),
     ],
 )
@@ -89,14 +104,22 @@ def test_config_errors_name_the_file_and_key(tmp_path: Path, text: str, message:
     assert message in str(info.value)
 
 
-def daemon_config(tmp_path: Path, cache: Path, extra: str = "") -> Path:
-    """A config for a spawned daemon on a free 127.0.0.1 port."""
-    text = f'[daemon]\nlisten = "127.0.0.1:0"\n[srs]\nparam_cache = "{cache}"\n{extra}'
-    return write_config(tmp_path / "cuzk.toml", text)
+def daemon_config(tmp_path: Path, cache: Path, extra: str = "", behave: str = "protocol") -> Path:
+    """A config for a spawned daemon on a free 127.0.0.1 port (its ready line names the port)."""
+    text = f'[daemon]\nlisten = "127.0.0.1:0"\n[srs]\nparam_cache = "{cache}"\n[ref]\nbehave = "{behave}"\n'
+    return write_config(tmp_path / "cuzk.toml", text + extra)
+
+
+def wait_for_line(daemon: Daemon, text: str, timeout: float = 10.0) -> None:
+    """Wait until the daemon has printed ``text``."""
+    deadline = time.monotonic() + timeout
+    while text not in daemon.output:
+        assert time.monotonic() < deadline, f"no {text!r} in:\n{daemon.output}"
+        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_ready_line_comes_after_the_bind_and_signals_stop_cleanly(
+def test_protocol_ready_line_comes_after_the_bind_and_signals_stop_cleanly(
     sig: signal.Signals, spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
 ) -> None:
     daemon = spawn("-c", str(daemon_config(tmp_path, ref_params)), "--log-level", "debug")
@@ -126,39 +149,85 @@ def test_unix_listen_flag_overrides_the_config(
     assert daemon.stop() == 0
 
 
+def test_cuzk_sigint_stops_the_workers_not_the_server_and_sigterm_kills(
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
+) -> None:
+    path = short_socket_dir() / "cuzk.sock"
+    daemon = spawn("-c", str(daemon_config(tmp_path, ref_params, behave="cuzk")), "-l", f"unix://{path}")
+    assert daemon.wait_ready() == f"unix://{path}"
+    channel, stub = connect(f"unix://{path}")
+    with channel:
+        assert stub.GetStatus(pb.GetStatusRequest(), timeout=2).uptime_seconds >= 0
+        daemon.proc.send_signal(signal.SIGINT)
+        wait_for_line(daemon, "engine workers stopped")
+        daemon.proc.send_signal(signal.SIGINT)  # ignored, as cuzk ignores later ones
+        job = stub.SubmitProof(ref_data.request("winning", request_id="after-sigint"), timeout=5).job_id
+        with pytest.raises(grpc.RpcError) as info:  # accepted, never proved
+            stub.AwaitProof(pb.AwaitProofRequest(job_id=job), timeout=2)
+        assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert stub.GetStatus(pb.GetStatusRequest(), timeout=2).total_proofs_completed == 0
+    assert daemon.proc.poll() is None, "SIGINT must not stop a daemon behaving as cuzk"
+    assert daemon.stop(signal.SIGTERM) == -signal.SIGTERM
+    assert daemon.output.count("received SIGINT, shutting down") == 1
+
+
+def test_cuzk_ready_line_comes_before_the_bind(
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        listen = f"127.0.0.1:{taken.getsockname()[1]}"
+        daemon = spawn("-c", str(daemon_config(tmp_path, ref_params, behave="cuzk")), "-l", listen)
+        assert daemon.wait_exit() == 1  # the port is taken: the bind fails after the ready line
+    ready = daemon.output.index(f"cuzk-ref ready, serving on {listen}")
+    assert ready < daemon.output.index(f"Error: cannot listen on {listen}"), daemon.output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["-l", "localhost:9820"], "invalid listen address"),
         (["-c", "{bad}"], "pipeline.enabled must be bool"),
+        (["-c", "{absent}"], "absent.toml: config file not found"),
+        (["-c", "{cache_is_a_file}"], "is not a directory; set srs.param_cache to a directory"),
     ],
 )
 def test_startup_errors_exit_1_with_the_reason(
     args: list[str], message: str, spawn: Callable[..., Daemon], tmp_path: Path
 ) -> None:
-    bad = write_config(tmp_path / "bad.toml", "[pipeline]\nenabled = 'yes'\n")
-    daemon = spawn("-c", str(tmp_path / "absent.toml"), *[a.format(bad=bad) for a in args])
+    files = {
+        "bad": write_config(tmp_path / "bad.toml", "[pipeline]\nenabled = 'yes'\n"),
+        "absent": tmp_path / "absent.toml",
+        "cache_is_a_file": daemon_config(tmp_path, write_config(tmp_path / "params", "")),
+    }
+    daemon = spawn(*[a.format(**files) for a in args])
     assert daemon.wait_exit() == 1
     assert message in daemon.output
 
 
-def test_pce_written_by_one_daemon_is_used_by_the_next(
-    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
+@pytest.mark.parametrize("behave", ["protocol", "cuzk"])
+def test_pce_written_by_one_daemon_is_used_by_the_next_unless_behaving_as_cuzk(
+    behave: str, spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
 ) -> None:
     cache = tmp_path / "cache"
     copy_params(ref_params, cache, KINDS["wpost"].circuit_id)
     pce = cache / KINDS["wpost"].pce_file
-    written = None
-    for used in ("no", "yes"):
-        daemon = spawn("-c", str(daemon_config(tmp_path, cache)))
+    written = []
+    for used in ("no", "yes" if behave == "protocol" else "no"):
+        listen = "127.0.0.1:0" if behave == "protocol" else f"unix://{short_socket_dir() / 'cuzk.sock'}"
+        daemon = spawn("-c", str(daemon_config(tmp_path, cache, behave=behave)), "-l", listen)
         channel, stub = connect(daemon.wait_ready())
         with channel:
             result = stub.Prove(pb.ProveRequest(submit=ref_data.request("wpost", request_id="w"))).result
         assert result.status == Status.COMPLETED, result.error_message
-        assert daemon.stop() == 0
+        if behave == "cuzk" or not written:
+            wait_for_line(daemon, "PCE saved to disk")
+        assert daemon.stop() in (0, -signal.SIGTERM)
         assert "job w synthesized (1 partition(s), PCE used: " + used + ")" in daemon.output
-        written = written or pce.stat().st_mtime_ns
-    assert pce.stat().st_mtime_ns == written  # the second daemon loaded the file, it did not extract again
+        written.append(pce.stat().st_mtime_ns)
+    # protocol: the second daemon loaded the file; cuzk: it extracted and wrote it again
+    assert (written[0] == written[1]) is (behave == "protocol")
 
 
 def test_gen_data_writes_all_four_kinds_and_a_manifest(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def wait_until_running(
 def test_prove_returns_a_verifying_proof_with_measured_timings(
     kind: str, start_engine: Callable[..., Running], ref_data: RefData, ref_params: Path
 ) -> None:
-    running = start_engine()
+    running = start_engine(behave="protocol")
     req = ref_data.request(kind, request_id=f"prove-{kind}")
     result = running.stub.Prove(pb.ProveRequest(submit=req)).result
     assert result.status == Status.COMPLETED, result.error_message
@@ -49,7 +49,7 @@ def test_prove_returns_a_verifying_proof_with_measured_timings(
 def test_submit_await_timeout_and_cached_result(
     start_engine: Callable[..., Running], ref_data: RefData
 ) -> None:
-    stub = start_engine().stub
+    stub = start_engine(behave="protocol").stub
     job_id = stub.SubmitProof(ref_data.request("porep")).job_id
     assert len(job_id) == 36  # a UUID when request_id is empty
 
@@ -65,7 +65,7 @@ def test_submit_await_timeout_and_cached_result(
 def test_priorities_order_the_queue_and_cancel_drops_a_queued_job(
     start_engine: Callable[..., Running], ref_data: RefData
 ) -> None:
-    stub = start_engine().stub
+    stub = start_engine(behave="protocol").stub
     stub.SubmitProof(ref_data.request("porep", request_id="busy"))
     stub.SubmitProof(ref_data.request("porep", request_id="next"))
     wait_until_running(stub, "porep-c2", 2)  # one proving, one synthesised: the rest must queue
@@ -87,12 +87,12 @@ def test_priorities_order_the_queue_and_cancel_drops_a_queued_job(
     assert waits == sorted(waits), f"queue waits not in priority order: {waits}"
 
 
-@pytest.mark.parametrize("kind", ["porep", "snap"])
+@pytest.mark.parametrize(("kind", "behave"), [("porep", "cuzk"), ("snap", "protocol")])
 def test_two_requests_form_one_batch(
-    kind: str, start_engine: Callable[..., Running], ref_data: RefData, ref_params: Path
+    kind: str, behave: str, start_engine: Callable[..., Running], ref_data: RefData, ref_params: Path
 ) -> None:
-    running = start_engine(max_batch_size=2, max_batch_wait_ms=10_000)
-    reqs = [ref_data.request(kind, request_id=f"batch-{i}") for i in range(2)]
+    running = start_engine(max_batch_size=2, max_batch_wait_ms=10_000, behave=behave)
+    reqs = [ref_data.request(kind, request_id=f"batch-{i}", sector=i) for i in range(2)]
     for req in reqs:
         running.stub.SubmitProof(req)
     results = [running.stub.AwaitProof(pb.AwaitProofRequest(job_id=r.request_id)) for r in reqs]
@@ -102,6 +102,7 @@ def test_two_requests_form_one_batch(
         assert len(result.proof) == KINDS[kind].proof_len
         assert verify_proof(ref_params, KINDS[kind], req, result.proof)
     assert results[0].proof != results[1].proof  # each caller gets its own proof
+    assert not verify_proof(ref_params, KINDS[kind], reqs[0], results[1].proof)  # of its own sector
     shared = {(r.synthesis_ms, r.gpu_compute_ms) for r in results}
     assert len(shared) == 1, f"not one shared pass: {shared}"
     assert results[0].queue_wait_ms < 10_000  # the full batch flushed at once, not on the timer

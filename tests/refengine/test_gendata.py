@@ -18,13 +18,24 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-FILES = ["c1.json", "snap-vanilla.json", "wpost-vanilla.json", "winning-vanilla.json", "manifest.toml"]
+FILES = [
+    "c1.json",
+    "c1-2.json",
+    "snap-vanilla.json",
+    "snap-vanilla-2.json",
+    "wpost-vanilla.json",
+    "wpost-vanilla-2.json",
+    "winning-vanilla.json",
+    "winning-vanilla-2.json",
+    "manifest.toml",
+]
 
 
 def test_same_seed_gives_identical_files_and_another_seed_does_not(tmp_path):
     gendata.generate(tmp_path / "a", seed=7)
     gendata.generate(tmp_path / "b", seed=7)
     gendata.generate(tmp_path / "c", seed=8)
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted(FILES)
     for name in FILES:
         a = (tmp_path / "a" / name).read_bytes()
         assert a == (tmp_path / "b" / name).read_bytes(), name
@@ -32,32 +43,40 @@ def test_same_seed_gives_identical_files_and_another_seed_does_not(tmp_path):
             assert a != (tmp_path / "c" / name).read_bytes(), name
 
 
-def test_manifest_describes_every_file(tmp_path):
+def test_manifest_describes_every_sector_of_every_kind(tmp_path):
     manifest = tomllib.loads(gendata.generate(tmp_path).read_text())
     assert manifest["engine"] == {"name": "cuzk-ref", "preset": "default", "seed": 0}
     for name, kind in KINDS.items():
-        entry = manifest["kinds"][name]
-        raw = (tmp_path / entry["file"]).read_bytes()
-        assert entry["sha256"] == hashlib.sha256(raw).hexdigest() and entry["size"] == len(raw)
-        req = build_request(kind, tmp_path / entry["file"], entry["request"])
-        assert req.registered_proof == {"porep": 8, "snap": 3, "wpost": 13, "winning": 3}[name]
-    assert manifest["kinds"]["porep"]["request"] == {
-        "registered_proof": 8,
-        "miner_id": 1000,
-        "sector_number": 1,
-    }
+        entries = manifest["kinds"][name]
+        assert len(entries) == 2
+        for entry in entries:
+            raw = (tmp_path / entry["file"]).read_bytes()
+            assert entry["sha256"] == hashlib.sha256(raw).hexdigest() and entry["size"] == len(raw)
+            req = build_request(kind, tmp_path / entry["file"], entry["request"])
+            assert req.registered_proof == {"porep": 8, "snap": 3, "wpost": 13, "winning": 3}[name]
+        assert entries[0]["request"] != entries[1]["request"] or name == "porep", name
+    assert [e["request"] for e in manifest["kinds"]["porep"]] == [
+        {"registered_proof": 8, "miner_id": 1000, "sector_number": 1},
+        {"registered_proof": 8, "miner_id": 1000, "sector_number": 2},
+    ]
     assert len(read_vanilla_proofs(tmp_path / "snap-vanilla.json")) == 16
-    assert len(read_vanilla_proofs(tmp_path / "winning-vanilla.json")) == 1
+    assert len(read_vanilla_proofs(tmp_path / "winning-vanilla-2.json")) == 1
     for name in ("wpost", "winning"):
-        rand = bytes.fromhex(manifest["kinds"][name]["request"]["randomness"])
-        assert len(rand) == 32 and int.from_bytes(rand, "little") < R
-    assert manifest["kinds"]["wpost"]["request"]["partition_index"] == 0
+        for entry in manifest["kinds"][name]:
+            rand = bytes.fromhex(entry["request"]["randomness"])
+            assert len(rand) == 32 and int.from_bytes(rand, "little") < R
+    assert manifest["kinds"]["wpost"][1]["request"]["partition_index"] == 0
 
 
-def test_main_writes_the_data_set(tmp_path, capsys):
-    assert gendata.main([str(tmp_path / "d"), "--seed", "3"]) == 0
-    assert capsys.readouterr().out.strip() == str(tmp_path / "d" / "manifest.toml")
-    assert tomllib.loads((tmp_path / "d" / "manifest.toml").read_text())["engine"]["seed"] == 3
+def test_the_plugin_reads_every_sector_of_the_manifest(tmp_path):
+    from pytest_cuzk.manifest import load_manifest
+
+    manifest = load_manifest(gendata.generate(tmp_path, sectors=3))
+    assert {k: [e.file for e in v] for k, v in manifest.entries.items()}["porep"] == [
+        "c1.json",
+        "c1-2.json",
+        "c1-3.json",
+    ]
 
 
 def test_unknown_preset_is_refused(tmp_path):
@@ -65,3 +84,5 @@ def test_unknown_preset_is_refused(tmp_path):
         ValueError, match="unknown reference preset 'huge'; use one of: default, medium, large"
     ):
         gendata.generate(tmp_path, preset="huge")
+    with pytest.raises(ValueError, match="sectors must be at least 1, got 0"):
+        gendata.generate(tmp_path, sectors=0)

@@ -12,7 +12,7 @@ from pytest_cuzk.refengine import gendata, groth16, qap
 from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.groth16 import ProofInput, ToxicWaste
-from pytest_cuzk.refengine.pce import HEADER, PceError, load_pce, pce_path, write_pce
+from pytest_cuzk.refengine.pce import HEADER, PceError, constraint_digest, load_pce, pce_path, write_pce
 from pytest_cuzk.refengine.r1cs import ConstraintSystem, WitnessCS
 from pytest_cuzk.wire.kinds import KINDS
 
@@ -52,7 +52,8 @@ def test_round_trip_and_header(winning_cs, tmp_path):
     [
         (lambda raw: b"XCE\x02" + raw[4:], "not a PCE file"),
         (lambda raw: raw[:4] + struct.pack("<I", 3) + raw[8:], "version 3 is not supported"),
-        (lambda raw: raw[:-7], "truncated PCE file while reading C vals"),
+        (lambda raw: raw[:-41], "truncated PCE file while reading C vals"),
+        (lambda raw: raw[:-7], "truncated PCE file while reading constraint digest"),
         (lambda raw: raw[:20], "truncated PCE file"),
         (lambda raw: raw + b"\0", "1 unexpected trailing bytes"),
     ],
@@ -63,6 +64,25 @@ def test_damaged_files_are_rejected(winning_cs, tmp_path, damage, message):
     with pytest.raises(PceError, match=message) as info:
         load_pce(path)
     assert str(path) in str(info.value)
+
+
+def test_a_changed_coefficient_or_another_circuits_file_is_rejected(winning_cs, tmp_path):
+    m = winning_cs.matrices()
+    path = write_pce(tmp_path, "winning-post", m)
+    raw = bytearray(path.read_bytes())
+    last_val = len(raw) - 40 - 32  # the C matrix's last value, just before the digest section
+    raw[last_val] ^= 1  # still a field element, another coefficient
+    path.write_bytes(bytes(raw))
+    with pytest.raises(PceError, match="do not match its constraint digest"):
+        load_pce(path)
+    circuit = circuit_for("wpost-32g")
+    other = ConstraintSystem()
+    circuit.synthesize(other, PRESET, circuit.blank(PRESET))
+    wrong = write_pce(tmp_path, "winning-post", other.matrices())  # intact, but of WindowPoSt
+    assert load_pce(wrong).num_constraints == other.matrices().num_constraints
+    with pytest.raises(PceError, match="holds another circuit"):
+        load_pce(wrong, constraint_digest(m))
+    assert load_pce(write_pce(tmp_path, "winning-post", m), constraint_digest(m)).nnz == m.nnz
 
 
 def test_nnz_mismatch_is_rejected(winning_cs, tmp_path):
@@ -80,7 +100,7 @@ def test_pce_path_gives_the_same_witness_and_proof_as_the_cs_path(tmp_path):
     circuit.synthesize(blank, PRESET, circuit.blank(PRESET))
     m = load_pce(write_pce(tmp_path, "window-post", blank.matrices()))
     manifest = gendata.generate(tmp_path / "data")
-    fields = tomllib.loads(manifest.read_text())["kinds"]["wpost"]["request"]
+    fields = tomllib.loads(manifest.read_text())["kinds"]["wpost"][0]["request"]
     req = build_request(KINDS["wpost"], tmp_path / "data" / "wpost-vanilla.json", fields)
     witness = circuit.parse(req, PRESET).witness(0)
     cs, w = ConstraintSystem(), WitnessCS()

@@ -40,7 +40,7 @@ def prover(cache):
 
 def request_for(data, name, **changes):
     out, manifest = data
-    entry = manifest["kinds"][name]
+    entry = manifest["kinds"][name][0]
     req = build_request(KINDS[name], out / entry["file"], {**entry["request"], **changes})
     return req
 
@@ -68,13 +68,13 @@ def test_proof_verifies_and_a_flipped_byte_does_not(name, proofs, prover, cache)
     req, (job, parts, proof), _ = proofs[name]
     assert len(proof) == kind.proof_len
     assert [p.partition for p in parts] == list(range(kind.partitions))
-    assert prover.self_check(job, proof)
+    assert prover.first_bad_partition(job, proof) is None
     assert verify_proof(cache, kind, req, proof)
     assert verify_proof(cache, kind, req, proof, preset="default")
     flipped = bytearray(proof)
     flipped[len(proof) - 100] ^= 0x01
     assert not verify_proof(cache, kind, req, bytes(flipped))
-    assert not prover.self_check(job, bytes(flipped))
+    assert prover.first_bad_partition(job, bytes(flipped)) is not None
     assert not verify_proof(cache, kind, req, proof[:-1])
 
 
@@ -97,7 +97,7 @@ def test_restart_reuses_params_and_pce(proofs, cache, data):
         req = request_for(data, "winning")
         job, parts, proof = prove(fresh, req, "winning")
         assert parts[0].used_pce
-        assert fresh.self_check(job, proof)
+        assert fresh.first_bad_partition(job, proof) is None
         assert "setup" not in fresh.timings()
         assert [p.stat().st_mtime_ns for p in params] == mtimes
     finally:
@@ -109,7 +109,7 @@ def test_porep_with_the_wrong_miner_fails_the_self_check(proofs, prover, data, c
     for change in ({"miner_id": 1001}, {"sector_number": 2}):
         req = request_for(data, "porep", **change)
         job = prover.parse(KINDS["porep"], req)
-        assert not prover.self_check(job, proof)
+        assert prover.first_bad_partition(job, proof) == 0
         assert not verify_proof(cache, KINDS["porep"], req, proof)
     assert verify_proof(cache, KINDS["porep"], request_for(data, "porep"), proof)
 

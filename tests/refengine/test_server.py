@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 import stat
 from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
 
 import grpc
 import pytest
@@ -88,7 +90,7 @@ def test_requests_above_grpcs_default_4_mib_are_accepted(start_engine: Callable[
 
 
 def test_preload_and_evict_really_load_and_free(start_engine: Callable[..., Running]) -> None:
-    stub = start_engine().stub
+    stub = start_engine(behave="protocol").stub
     first = stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id="winning-32g"))
     again = stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id="winning-32g"))
     assert first.already_loaded is False
@@ -105,7 +107,7 @@ def test_preload_and_evict_really_load_and_free(start_engine: Callable[..., Runn
 def test_status_reports_queues_counters_and_gpus(
     start_engine: Callable[..., Running], ref_data: RefData
 ) -> None:
-    stub = start_engine().stub
+    stub = start_engine(behave="protocol").stub
     stub.Prove(pb.ProveRequest(submit=ref_data.request("winning")))
     status = stub.GetStatus(pb.GetStatusRequest())
     assert [q.proof_kind for q in status.queues] == [k.status_name for k in KINDS.values()]
@@ -143,23 +145,34 @@ CUZK_SAMPLES = [
 ]
 
 
-def test_metrics_have_cuzks_names_labels_and_order(
-    start_engine: Callable[..., Running], ref_data: RefData
+@pytest.mark.parametrize("behave", ["protocol", "cuzk"])
+def test_metrics_have_cuzks_names_labels_and_order_then_the_engines_info(
+    behave: str, start_engine: Callable[..., Running], ref_data: RefData, ref_params: Path
 ) -> None:
-    stub = start_engine().stub
+    stub = start_engine(behave=behave).stub
     stub.Prove(pb.ProveRequest(submit=ref_data.request("winning")))
     stub.Prove(pb.ProveRequest(submit=ref_data.request("wpost", randomness=b"short")))
     text = stub.GetMetrics(pb.GetMetricsRequest()).prometheus_text
     samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
     names = list(dict.fromkeys(s.name for s in samples))
-    assert names == CUZK_SAMPLES
+    assert names == [*CUZK_SAMPLES, "cuzk_ref_info"]
     by_name = {(s.name, s.labels.get("proof_kind")): s.value for s in samples}
     assert by_name[("cuzk_proofs_completed_total", None)] == 1
     assert by_name[("cuzk_proofs_failed", "window_post")] == 1
     assert by_name[("cuzk_proofs_completed", "winning_post")] == 1
     assert by_name[("cuzk_proof_duration_seconds_count", "winning_post")] == 1
-    assert by_name[("cuzk_gpu_workers", None)] == 1
+    # cuzk: every GPU (GPU 0 when none is found) once per worker, two per GPU by default
+    workers = 1 if behave == "protocol" else 2 * max(1, nvml_gpu_count())
+    assert by_name[("cuzk_gpu_workers", None)] == workers
     assert "# TYPE cuzk_proof_duration_seconds summary" in text
+    [info] = [s for s in samples if s.name == "cuzk_ref_info"]
+    assert info.value == 1
+    assert info.labels == {
+        "version": metadata.version("pytest-cuzk"),
+        "preset": "default",
+        "behave": behave,
+        "param_cache": str(ref_params),
+    }
 
 
 def test_http_status_has_cuzks_keys_and_404s_elsewhere(
@@ -197,3 +210,35 @@ def test_http_status_has_cuzks_keys_and_404s_elsewhere(
     assert body["counters"]["completed_by_kind"] == {"snap-update": 1}
     assert [a["circuit_id"] for a in body["allocations"]["srs"]] == ["snap-32g"]
     assert (missing.status_code, missing.text) == (404, "404 Not Found\n")
+
+
+def test_a_huge_id_is_clipped_in_the_error_so_the_answer_stays_small(
+    start_engine: Callable[..., Running],
+) -> None:
+    stub = start_engine().stub
+    huge = "x" * 100_000
+    for call, code in (
+        (lambda: stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id=huge)), "INTERNAL"),
+        (lambda: stub.AwaitProof(pb.AwaitProofRequest(job_id=huge)), "NOT_FOUND"),
+    ):
+        with pytest.raises(grpc.RpcError) as info:
+            call()
+        assert info.value.code().name == code  # not RESOURCE_EXHAUSTED on the metadata's size
+        assert info.value.details().endswith("... (100000 characters)")
+        assert len(info.value.details()) < 200
+
+
+def test_the_protocol_store_keeps_the_last_results_and_cuzks_keeps_all() -> None:
+    import threading
+
+    from pytest_cuzk.refengine.jobs import Job, JobStore
+
+    for keep, kept in ((2, ["j1", "j2"]), (None, ["j0", "j1", "j2"])):
+        store = JobStore(threading.Condition(), keep)
+        for i in range(3):
+            job = Job(f"j{i}", KINDS["winning"], pb.SubmitProofRequest(), 4, i)
+            store.finish(job, pb.AwaitProofResponse(job_id=job.job_id, status=Status.FAILED))
+        assert list(store.results) == kept
+        if keep:
+            with pytest.raises(KeyError, match="job not found: j0"):
+                store.lookup("j0")

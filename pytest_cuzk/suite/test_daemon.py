@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_cuzk.backends.protocol import DaemonBackend
+from pytest_cuzk.cases import Case
+from pytest_cuzk.client import ProvingClient
+from pytest_cuzk.proofcheck import check_proof
 from pytest_cuzk.proto import pb
+from pytest_cuzk.session import CuzkSession
+from pytest_cuzk.wire.kinds import ProofKindInfo
 
 
-def _counters(client, kind):
+def _counters(client: ProvingClient, kind: ProofKindInfo) -> tuple[float, float, float, float]:
     metrics = client.metric_samples()
     status = client.status()
     return (
@@ -18,10 +24,10 @@ def _counters(client, kind):
     )
 
 
-def test_counters_move_by_the_proofs_run(cuzk_kind, cuzk_target, cuzk_session):
+def test_counters_move_by_the_proofs_run(
+    cuzk_kind: Case, cuzk_target: DaemonBackend, cuzk_session: CuzkSession
+) -> None:
     """GetStatus and GetMetrics counters move by exactly the proofs this test ran."""
-    from pytest_cuzk.client import ProvingClient
-
     kind = cuzk_kind.kind
     data = cuzk_session.data(cuzk_target)
     with ProvingClient(cuzk_target.address) as client:
@@ -49,10 +55,11 @@ def _malformed(request: pb.SubmitProofRequest) -> pb.SubmitProofRequest:
     return bad
 
 
-def test_malformed_input_fails_cleanly_and_the_daemon_keeps_proving(cuzk_kind, cuzk_target, cuzk_session):
+def test_malformed_input_fails_cleanly_and_the_daemon_keeps_proving(
+    cuzk_kind: Case, cuzk_target: DaemonBackend, cuzk_session: CuzkSession
+) -> None:
     """Truncated vanilla data gives a FAILED job with a message, then a good proof still succeeds."""
     from pytest_cuzk.client import ProvingClient
-    from pytest_cuzk.proofcheck import check_proof
 
     kind = cuzk_kind.kind
     timeout = cuzk_session.settings.proof_timeout
@@ -67,7 +74,9 @@ def test_malformed_input_fails_cleanly_and_the_daemon_keeps_proving(cuzk_kind, c
     check_proof(good.proof, kind)
 
 
-def test_cold_start_is_reported(cuzk_kind, cuzk_target, cuzk_session):
+def test_cold_start_is_reported(
+    cuzk_kind: Case, cuzk_target: DaemonBackend, cuzk_session: CuzkSession
+) -> None:
     """The readiness chain timed every stage for this kind (skipped stages are said so)."""
     kind = cuzk_kind.kind.name
     cold = cuzk_target.state.cold[-1]

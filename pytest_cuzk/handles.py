@@ -1,0 +1,116 @@
+"""What the fixtures hand a test: the daemon it talks to, test data for its own requests, a case runner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .outcome import as_outcome
+from .session import LOG_MARK_KEY
+from .wire.kinds import KINDS, by_name
+
+if TYPE_CHECKING:
+    from .backends.protocol import DaemonBackend
+    from .cases import Case
+    from .proto import pb
+    from .runner import CaseResult
+    from .session import CuzkSession
+
+__all__ = ["CuzkData", "DaemonInfo", "case_runner", "ready", "started", "target"]
+
+
+@dataclass(frozen=True)
+class DaemonInfo:
+    """The daemon a test talks to. ``pid`` is None for an attached daemon."""
+
+    address: str
+    pid: int | None
+    mode: str
+    label: str
+    log_path: Path | None
+    config_path: Path | None
+
+
+class CuzkData:
+    """Test data for users' own tests: the file of a kind and fresh requests built from it."""
+
+    def __init__(self, session: CuzkSession) -> None:
+        self._session = session
+
+    def path(self, kind: str) -> Path:
+        """The data file for ``kind``; the test cannot run without it (see ``as_outcome``)."""
+        with as_outcome(self._session.settings.allow_missing):
+            found = self._session.data(self._session.backend()).path(KINDS[kind])
+            if isinstance(found, Exception):
+                raise found
+            return found
+
+    def request(self, kind: str, request_id: str | None = None) -> pb.SubmitProofRequest:
+        """A ``SubmitProofRequest`` for one proof of ``kind`` with a unique request id."""
+        with as_outcome(self._session.settings.allow_missing):
+            return self._session.data(self._session.backend()).request(KINDS[kind], request_id)
+
+
+def _mark_log(item: pytest.Item, backend: DaemonBackend) -> None:
+    """Remember where the daemon's log stands, so a failing test gets the lines written since."""
+    log = backend.log
+    item.stash[LOG_MARK_KEY] = (backend, log, log.log_size() if log is not None else 0)
+
+
+def started(session: CuzkSession, item: pytest.Item) -> DaemonInfo:
+    """``cuzk_daemon``: the first daemon, started or attached to, answering GetStatus."""
+    with as_outcome(session.settings.allow_missing):
+        _mark_log(item, session.backend())
+        backend = session.started()
+    _mark_log(item, backend)
+    log = backend.log
+    return DaemonInfo(
+        backend.address,
+        backend.pid,
+        backend.mode,
+        backend.label,
+        log.log_path if log is not None else None,
+        log.config_path if log is not None else None,
+    )
+
+
+def ready(session: CuzkSession, daemon: DaemonInfo, item: pytest.Item) -> DaemonBackend:
+    """``cuzk_ready``: the daemon warmed up for the item's ``cuzk_kinds``, else every selected kind."""
+    marker = item.get_closest_marker("cuzk_kinds")
+    kinds = [by_name(k).name for k in marker.args] if marker else None
+    with as_outcome(session.settings.allow_missing):
+        return session.ready(daemon.label, kinds=kinds)
+
+
+def target(session: CuzkSession, item: pytest.Item) -> DaemonBackend:
+    """``cuzk_target``: the ready daemon of the item's case, restarted for its batch size when spawned."""
+    params = item.callspec.params  # type: ignore[attr-defined]  # a parametrized suite case
+    case: Case = params.get("cuzk_case") or params["cuzk_kind"]
+    with as_outcome(session.settings.allow_missing):
+        _mark_log(item, session.backend(case.label))
+        backend = session.started(case.label, case.batch_size)
+        found = session.data(backend).path(case.kind)
+        if isinstance(found, Exception):
+            raise found
+        backend = session.ready(case.label, case.batch_size, [case.kind.name])
+    _mark_log(item, backend)
+    return backend
+
+
+def case_runner(
+    session: CuzkSession, backend: DaemonBackend, item: pytest.Item, benchmark: Any | None
+) -> Callable[[Case], CaseResult]:
+    """``cuzk_run``: proofs in waves, memory sampled, sinks fed, gates applied."""
+    from .execution import CaseExecution
+
+    execution = CaseExecution(session, backend, item, benchmark)
+
+    def run(case: Case) -> CaseResult:
+        with as_outcome(session.settings.allow_missing):
+            return execution(case)
+
+    return run

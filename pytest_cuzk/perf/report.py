@@ -1,0 +1,33 @@
+"""``cuzk-perf report``: the results database as one self-contained HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..results import ResultsDB
+from ..wire.files import atomic_write
+
+__all__ = ["cmd_report"]
+
+
+def cmd_report(db: ResultsDB, args: argparse.Namespace) -> int:
+    """One HTML page: hosts ranked per kind, their history across builds, the latest comparisons."""
+    from ..html.db import db_page  # Jinja2 and the charts only for this subcommand
+    from ..html.render import render
+
+    path = Path(args.html)
+    if path.is_dir():
+        print(f"cuzk-perf report: --html {path} is a directory: give a file, e.g. {path / 'results.html'}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    page = render("db.html.j2", **db_page(db, args.kind, args.fail))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, page)
+    except OSError as exc:
+        print(f"cuzk-perf report: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    return 0

@@ -1,0 +1,72 @@
+"""What a run that uses cuzk sets up: settings checked at once, the packaged suite, the session, its sinks.
+
+``start_session`` runs at configure when a cuzk option is set; ``session_of`` makes the session
+on first need in any other run (a test asked for a cuzk fixture), in place of the plugin's
+``Dormant`` stand-in.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .outcome import as_usage_error
+from .session import CuzkSession
+from .settings import check_paths, resolve_settings
+
+__all__ = ["CUZK_SESSION", "DORMANT", "SUITE", "session_of", "start_session"]
+
+CUZK_SESSION = pytest.StashKey[CuzkSession]()
+DORMANT = "cuzk_dormant"  # the plugin name of the stand-in a woken session replaces
+SUITE = "pytest_cuzk.suite"
+
+
+def start_session(config: pytest.Config) -> None:
+    """Resolve and check every setting (a usage error names the bad one), then register the session."""
+    settings = resolve_settings(config)
+    check_paths(settings)
+    no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
+    if config.option.cuzk_daemon is not None and no_paths:
+        # A cuzk mode, and no test paths on the command line nor testpaths in the ini: the packaged suite.
+        config.option.pyargs = True
+        config.args = [SUITE]
+    session = _register(config, CuzkSession(config, settings))
+    if settings.gates_asked:
+        from .gates import Gates
+
+        with as_usage_error():
+            config.pluginmanager.register(Gates(config, settings), "cuzk_gates")
+    if settings.manifest is not None:
+        from .manifest import load_manifest
+
+        with as_usage_error():
+            load_manifest(settings.manifest)
+    if settings.plots:
+        from .plots import Plotter
+
+        config.pluginmanager.register(Plotter(settings.plots), "cuzk_plots")
+    if settings.html:
+        from .html.run import RunReport
+
+        config.pluginmanager.register(RunReport(config, session, settings.html), "cuzk_html")
+    if settings.results_db:
+        from .recording import Recorder
+
+        recorder = Recorder(settings, session.worker, session.backend)
+        config.pluginmanager.register(recorder, "cuzk_recorder")
+
+
+def session_of(config: pytest.Config) -> CuzkSession:
+    """The run's session, made and registered (in place of the ``Dormant``) on first need."""
+    session = config.stash.get(CUZK_SESSION, None)
+    if session is None:
+        session = _register(config, CuzkSession(config))
+        dormant = config.pluginmanager.get_plugin(DORMANT)
+        if dormant is not None:
+            config.pluginmanager.unregister(dormant)
+    return session
+
+
+def _register(config: pytest.Config, session: CuzkSession) -> CuzkSession:
+    config.stash[CUZK_SESSION] = session
+    config.pluginmanager.register(session, "cuzk_session")
+    return session

@@ -1,0 +1,108 @@
+"""The run report (--cuzk-html) of in-process runs against fake daemons, as a headless browser shows it."""
+
+from __future__ import annotations
+
+import browser as chromium
+from support import PROVE_SOURCE
+
+from pytest_cuzk.backends.fake import FakeBehaviour
+
+browser = chromium.browser
+CASES = ("-k", "winning or wpost or snap", "--cuzk-batch-sizes=1")
+NAMES = ["test_prove[snap-batch1-j1]", "test_prove[winning-batch1-j1]", "test_prove[wpost-batch1-j1]"]
+
+SAMPLED_PER_WORKER = """
+import os
+from pytest_cuzk.backends.choice import DaemonChoice
+from pytest_cuzk.backends.fake import FakeDaemon
+
+class SampledFake(FakeDaemon):
+    @property
+    def pid(self):
+        return os.getpid()  # the worker serves the fake, so its process stands in for the daemon's
+
+def pytest_cuzk_make_backends(config, settings, workspace):
+    daemon = SampledFake("local", workspace.subdir(os.environ.get("PYTEST_XDIST_WORKER", "master")))
+    return DaemonChoice("fake", "one sampled fake daemon per worker", (daemon,))
+"""
+
+
+def text(element) -> str:
+    """An element's text, also inside a closed <details>."""
+    return element.get_attribute("textContent")
+
+
+def test_the_report_shows_each_case_why_one_failed_and_what_did_not_run(fake_run, tmp_path, browser):
+    page = tmp_path / "out" / "report.html"
+    gate = "--cuzk-min-throughput=winning:1000000000/h"
+    behaviour = {"snap": FakeBehaviour(fail="out of GPU memory")}
+    result, _ = fake_run(
+        {"test_prove": PROVE_SOURCE}, *CASES, gate, f"--cuzk-html={page}", behaviour=behaviour
+    )
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.stdout.fnmatch_lines([f"cuzk HTML report: {page}"])
+
+    browser.open(page)
+    assert browser.fetched() == [], "the page loads nothing: it opens offline"
+    assert browser.one("#verdict").text == "Failed"
+    rows = {r.get_attribute("data-nodeid").rpartition("::")[2]: r for r in browser.all("#summary tr.case")}
+    assert sorted(rows) == NAMES, "a row per case"
+    outcome = {name: row.get_attribute("class").split()[-1] for name, row in rows.items()}
+    assert outcome == dict(zip(NAMES, ["error", "failed", "passed"], strict=True))
+    shade = {
+        n: r.find_element("tag name", "td").value_of_css_property("background-color") for n, r in rows.items()
+    }
+    assert shade[NAMES[1]] != shade[NAMES[2]], "the failed case is highlighted"
+    why = browser.one("#summary tr.why.failed").text
+    assert "is below the minimum 1e+09/h for winning (--cuzk-min-throughput)" in why
+    not_run = browser.one("#not-run-table").text
+    assert "test_prove[snap-batch1-j1]" in not_run and "out of GPU memory" in not_run
+
+    charts = browser.all("section.case figure[data-chart=latency] svg")
+    assert len(charts) == 2, "a latency chart per case that proved"
+    assert all(c.size["width"] > 400 and c.size["height"] > 100 for c in charts), "laid out, not collapsed"
+    assert browser.one("figure[data-chart=cold-start] svg").size["height"] > 50
+    assert "cuzk_proofs_completed_total" in browser.one("#metrics-table").text
+    wpost = browser.one("section.case.passed")
+    assert "throughput_proofs_per_hour" in text(wpost.find_element("css selector", "details.figures"))
+    assert "Memory not sampled" in wpost.text, (
+        "the fake daemon has no process to sample, and the page says so"
+    )
+    browser.screenshot(tmp_path / "report.png")
+
+
+def test_an_xdist_run_gives_one_report_with_every_workers_memory_charts(pytester, monkeypatch, browser):
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeconftest(SAMPLED_PER_WORKER)
+    pytester.makepyfile(test_a=PROVE_SOURCE, test_b=PROVE_SOURCE)
+    page = pytester.path / "report.html"
+    xdist = ("-n", "2", "--dist", "loadfile", "-k", "winning or wpost", "--cuzk-batch-sizes=1")
+    more = ("--cuzk-proofs=3", f"--cuzk-html={page}", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*xdist, *more, timeout=120)
+    result.assert_outcomes(passed=4)
+
+    browser.open(page)
+    rows = [r.get_attribute("data-nodeid") for r in browser.all("#summary tr.case")]
+    assert sorted(rows) == sorted(
+        f"test_{f}.py::test_prove[{k}-batch1-j1]" for f in "ab" for k in ("winning", "wpost")
+    )
+    charts = browser.all("figure[data-chart=memory] svg")
+    assert len(charts) == 4, "each worker's memory series reached the controller"
+    for chart in charts:
+        labels = [text(t) for t in chart.find_elements("tag name", "text")]
+        assert {"wave 1", "wave 2", "wave 3"} <= set(labels), "the proof waves are marked"
+    counters = dict(line.rsplit(" ", 1) for line in browser.one("#metrics-table tbody").text.splitlines())
+    assert counters["local cuzk_proofs_completed_total"] == "+16", (
+        "both workers' counters: 4 x (1 warm-up + 3)"
+    )
+    for case in browser.all("section.case"):
+        tiles = {t.find_element("class name", "k").text: t.find_element("class name", "v").text
+                 for t in case.find_elements("class name", "tile")}  # fmt: skip
+        assert tiles["RSS peak"].endswith("MiB"), tiles
+
+
+def test_a_directory_is_not_a_report_path(fake_run, tmp_path):
+    result, _ = fake_run({}, f"--cuzk-html={tmp_path}")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([f"*--cuzk-html {tmp_path} is a directory: give a file, e.g.*"])

@@ -1,0 +1,102 @@
+"""Bad input stops the run before any daemon starts, naming where it came from and the fix."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from support import PROVE_SOURCE
+
+
+def _usage(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(test_prove=PROVE_SOURCE)
+    return pytester.runpytest("-p", "no:cacheprovider", "--import-mode=importlib", ".", *args)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["--cuzk-preset=mediun"],
+            "Invalid value 'mediun' from option --cuzk-preset: use one of default, medium, large",
+        ),
+        (
+            ["--cuzk-results-db=defualt"],
+            "Invalid results database 'defualt' from option --cuzk-results-db: use default,*",
+        ),
+        (
+            ["--cuzk-binary=/nonexistent/cuzk"],
+            "--cuzk-binary /nonexistent/cuzk does not exist: pass the path*",
+        ),
+        (
+            ["--cuzk-baseline=/nonexistent.json"],
+            "--cuzk-baseline /nonexistent.json does not exist (or is not a file)*",
+        ),
+        (
+            ["--cuzk-input=porep=/nonexistent/c1.json"],
+            "--cuzk-input porep=/nonexistent/c1.json: no such file*",
+        ),
+        (["--cuzk-manifest=/nonexistent.toml"], "--cuzk-manifest /nonexistent.toml does not exist*"),
+    ],
+)
+def test_a_bad_option_is_a_usage_error_naming_it(pytester, args, says):
+    result = _usage(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {says}"])
+
+
+def test_a_baseline_that_is_not_benchmark_json_is_a_usage_error(pytester):
+    (pytester.path / "base.json").write_text("[1, 2")
+    result = _usage(pytester, "--cuzk-baseline=base.json", "--cuzk-compare-fail=throughput:5%")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: cannot read --cuzk-baseline base.json: *"])
+
+
+def test_a_config_that_is_not_toml_is_a_usage_error(pytester):
+    (pytester.path / "cuzk.toml").write_text("[daemon\nlisten = 1")
+    result = _usage(pytester, "--cuzk-config=cuzk.toml")
+    result.stderr.fnmatch_lines(["ERROR: --cuzk-config cuzk.toml is not valid TOML (*): fix the file"])
+
+
+def test_a_marker_naming_no_kind_is_a_usage_error_and_an_alias_is_fine(pytester):
+    pytester.makepyfile(
+        test_marked="""
+        import pytest
+
+        @pytest.mark.cuzk_kinds("window-post")
+        def test_alias():
+            pass
+
+        @pytest.mark.cuzk_kinds("windowpost2")
+        def test_typo():
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        ["*test_marked.py::test_typo: @pytest.mark.cuzk_kinds: unknown proof kind 'windowpost2'*"]
+    )
+
+
+def test_a_binary_that_cannot_start_says_so_and_never_prints_the_environment(pytester, monkeypatch):
+    monkeypatch.setenv("CI_DEPLOY_TOKEN", "s3cr3t-t0k3n")
+    binary = pytester.path / "cuzk-daemon"
+    binary.write_text("#!/nonexistent/interpreter\n")
+    binary.chmod(0o755)
+    pytester.makepyfile(test_prove=PROVE_SOURCE)
+    args = [
+        "--cuzk-daemon=spawn",
+        f"--cuzk-binary={binary}",
+        "-k",
+        "winning or wpost",
+        "--cuzk-batch-sizes=1",
+        ".",
+    ]
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=60)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines([f"*cannot start {binary}: No such file or directory*"])
+    out = result.stdout.str() + result.stderr.str()
+    assert "s3cr3t-t0k3n" not in out and "CI_DEPLOY_TOKEN" not in out
+    assert "AssertionError" not in out
+    assert os.environ["CI_DEPLOY_TOKEN"] == "s3cr3t-t0k3n"

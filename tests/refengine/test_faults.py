@@ -1,0 +1,107 @@
+"""Proof faults and the engine's own checks: no invalid proof is COMPLETED unless a fault plants one."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from engine_support import RefData, Running
+
+from pytest_cuzk.proofcheck import check_proof
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.config import Faults
+from pytest_cuzk.refengine.verify import verify_proof
+from pytest_cuzk.wire.kinds import KINDS
+
+Status = pb.AwaitProofResponse
+# Byte offset of the first challenge's leaf (its least significant byte) in a vanilla blob.
+FIRST_LEAF = {"snap": 4 + 3 * 32 + 4, "wpost": 4 + 8 + 3 * 32 + 4, "winning": 4 + 8 + 3 * 32 + 4}
+TITLES = {"snap": "SnapDeals", "wpost": "WindowPoSt", "winning": "WinningPoSt"}
+
+
+@pytest.mark.parametrize("kind", list(FIRST_LEAF))
+def test_one_changed_leaf_is_failed_by_the_self_check_not_completed(
+    kind: str, start_engine: Callable[..., Running], ref_data: RefData
+) -> None:
+    req = ref_data.request(kind)
+    blob = bytearray(req.vanilla_proofs[0])
+    blob[FIRST_LEAF[kind]] ^= 1  # still a field element: the witness no longer satisfies the circuit
+    req.vanilla_proofs[0] = bytes(blob)
+    result = start_engine().stub.Prove(pb.ProveRequest(submit=req)).result
+    assert (result.status, result.proof) == (Status.FAILED, b"")
+    assert result.error_message == f"{TITLES[kind]} proof self-check failed: partition 0 did not verify"
+
+
+def test_invalid_at_proof_answers_a_well_formed_proof_that_does_not_verify(
+    start_engine: Callable[..., Running], ref_data: RefData, ref_params: Path
+) -> None:
+    stub = start_engine(faults=Faults(invalid_at_proof=2)).stub
+    reqs = [ref_data.request("porep", sector=i) for i in range(2)]
+    results = [stub.Prove(pb.ProveRequest(submit=r)).result for r in reqs]
+    assert [r.status for r in results] == [Status.COMPLETED] * 2
+    for r in results:
+        check_proof(r.proof, KINDS["porep"])  # valid, in-subgroup points both times
+    assert [
+        verify_proof(ref_params, KINDS["porep"], q, r.proof) for q, r in zip(reqs, results, strict=True)
+    ] == [
+        True,
+        False,
+    ]
+
+
+def test_swap_batch_proofs_gives_each_job_the_other_ones_proof(
+    start_engine: Callable[..., Running], ref_data: RefData, ref_params: Path
+) -> None:
+    stub = start_engine(
+        max_batch_size=2, max_batch_wait_ms=10_000, faults=Faults(swap_batch_proofs=True)
+    ).stub
+    reqs = [ref_data.request("porep", request_id=f"b{i}", sector=i) for i in range(2)]
+    for req in reqs:
+        stub.SubmitProof(req)
+    a, b = (stub.AwaitProof(pb.AwaitProofRequest(job_id=r.request_id)) for r in reqs)
+    assert (a.status, b.status) == (Status.COMPLETED, Status.COMPLETED)
+    porep = KINDS["porep"]
+    assert not verify_proof(ref_params, porep, reqs[0], a.proof)
+    assert verify_proof(ref_params, porep, reqs[0], b.proof) and verify_proof(
+        ref_params, porep, reqs[1], a.proof
+    )
+
+
+def test_slow_factor_makes_every_proof_take_that_many_times_as_long(
+    start_engine: Callable[..., Running], ref_data: RefData
+) -> None:
+    def total_ms(**settings: object) -> int:
+        stub = start_engine(**settings).stub
+        stub.Prove(pb.ProveRequest(submit=ref_data.request("winning")))  # loads the key
+        results = [stub.Prove(pb.ProveRequest(submit=ref_data.request("winning"))).result for _ in range(2)]
+        assert all(r.status == Status.COMPLETED for r in results)
+        return min(int(r.synthesis_ms + r.gpu_compute_ms) for r in results)  # the least disturbed one
+
+    normal, slowed = total_ms(), total_ms(faults=Faults(slow_factor=4.0))
+    assert slowed >= 2.5 * normal, (normal, slowed)
+
+
+@pytest.mark.parametrize("fifo", [False, True], ids=["priorities", "fifo"])
+def test_a_post_behind_queued_porep_runs_next_unless_priorities_are_ignored(
+    fifo: bool, start_engine: Callable[..., Running], ref_data: RefData
+) -> None:
+    running = start_engine(faults=Faults(fifo=fifo))
+    stub = running.stub
+    for i in range(4):  # one proving, one synthesised (the look-ahead), two waiting in the queue
+        stub.SubmitProof(ref_data.request("porep", request_id=f"porep-{i}"))
+    deadline = time.monotonic() + 30
+    while running.engine.queue_depth() > 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stub.SubmitProof(ref_data.request("winning", request_id="winning"))  # CRITICAL by default
+    done = {}
+    for job_id in ("winning", *(f"porep-{i}" for i in range(4))):
+        result = stub.AwaitProof(pb.AwaitProofRequest(job_id=job_id))
+        assert result.status == Status.COMPLETED, result.error_message
+        done[job_id] = next(j.finished for j in running.engine.jobs() if j.job_id == job_id)
+    order = sorted(done, key=done.__getitem__)
+    if fifo:
+        assert order[-1] == "winning", order  # waited behind every PoRep
+    else:
+        assert order.index("winning") == 2, order  # right after the two already started

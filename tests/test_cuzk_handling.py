@@ -1,0 +1,149 @@
+"""Each cuzk behaviour the plugin handles, met for real: a cuzk-ref behaving as cuzk (its default).
+
+Every test here fails when the plugin's handling of that behaviour is removed: the client-side
+AwaitProof bound, SIGTERM (not SIGINT) to stop, the PCE freshness rule, and telling a cuzk-ref
+from a cuzk. The restart after an uncancellable timed-out proof is held by test_reliability
+(the hung proof holds cuzk's prove worker, so the next test passes only on a fresh daemon),
+unique request ids by the suite runs in test_suite_runs (a reused id gets the stored proof
+of another sector, which does not verify).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support import PROVE_SOURCE, ref_daemons
+
+sys.path.insert(0, str(Path(__file__).parent / "refengine"))  # the engine tests' tmpfs helpers
+from engine_support import copy_params, fill, tmpfs
+
+from pytest_cuzk.backends.process import DaemonProcess, daemon_config, listen_address
+from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile
+from pytest_cuzk.backends.reference import RefProfile
+from pytest_cuzk.client import ProvingClient
+from pytest_cuzk.errors import ProofTimeout
+from pytest_cuzk.inputs import build_request
+from pytest_cuzk.manifest import load_manifest
+from pytest_cuzk.refengine.gendata import generate
+from pytest_cuzk.wire.kinds import KINDS
+
+HANGS = "[ref.faults]\nhang_at_proof = 1\n"
+
+
+def _request(manifest: Path, kind: str = "winning"):  # type: ignore[no-untyped-def]
+    entry = load_manifest(manifest).entries[kind][0]
+    return build_request(KINDS[kind], manifest.parent / entry.file, entry.request, request_id=f"{kind}-job")
+
+
+def test_the_client_bounds_await_proof_which_cuzk_does_not(tmp_path: Path) -> None:
+    with ref_daemons(tmp_path, config=HANGS) as refs, ProvingClient(refs.addresses[0]) as client:
+        client.wait_ready(60)
+        req = _request(refs.manifest)
+        client.submit(req)
+        outcome: list[BaseException] = []
+        waiter = threading.Thread(target=lambda: _await(client, req.request_id, outcome), daemon=True)
+        t0 = time.monotonic()
+        waiter.start()
+        waiter.join(20)
+        assert not waiter.is_alive(), "AwaitProof never returned: the client must not rely on timeout_ms"
+        assert isinstance(outcome[0], ProofTimeout), outcome
+        assert 1.0 <= time.monotonic() - t0 < 5
+        assert client.cancel(req.request_id) is False  # cuzk cannot cancel: the job still holds the worker
+
+
+def _await(client: ProvingClient, job_id: str, outcome: list[BaseException]) -> None:
+    try:
+        client.await_proof(job_id, timeout_s=1.0)
+    except BaseException as exc:
+        outcome.append(exc)
+
+
+def test_stopping_sends_sigterm_which_stops_cuzk_where_sigint_does_not(tmp_path: Path) -> None:
+    config = daemon_config(
+        None, {"daemon": {"listen": listen_address(tmp_path)}, "srs": {"param_cache": str(tmp_path)}}
+    )
+    daemon = DaemonProcess([sys.executable, "-m", "pytest_cuzk.refengine.cli"], tmp_path / "work", config)
+    daemon.start()
+    daemon.wait_answering(60)
+    t0 = time.monotonic()
+    assert daemon.stop(grace_s=10) == -signal.SIGTERM  # with SIGINT it would wait the grace out, then SIGKILL
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_cuzk_ref_says_what_it_is_and_a_cuzk_does_not(tmp_path: Path, fake_daemon_address: str) -> None:
+    with ref_daemons(tmp_path) as refs:
+        address = refs.addresses[0]
+        with ProvingClient(address) as client:
+            client.wait_ready(60)
+        fallback = CuzkProfile("cuzk")
+        local = detect_profile(address, fallback, local=True, data_dir=tmp_path)
+        assert isinstance(local, RefProfile)
+        assert (local.param_cache, local.behave, local.preset()) == (refs.params, "cuzk", "default")
+        assert local.verifier(KINDS["winning"]) is not None
+        remote = detect_profile(address, fallback, local=False, data_dir=tmp_path)
+        assert isinstance(remote, RefProfile) and remote.verifier(KINDS["winning"]) is None
+    assert detect_profile(fake_daemon_address, fallback, local=True, data_dir=tmp_path) is fallback
+    assert detect_profile("unix:///nonexistent/socket", fallback, local=True, data_dir=tmp_path) is None
+
+
+@pytest.fixture
+def fake_daemon_address(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A running in-process daemon that, like cuzk, has no cuzk_ref_info metric."""
+    from pytest_cuzk.backends.fake import FakeDaemon
+
+    fake = FakeDaemon("fake", tmp_path / "fake")
+    fake.bring_up(1, [], lambda *_: None)
+    yield fake.address
+    fake.stop()
+
+
+def _config(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "base.toml"
+    path.write_text(text)
+    return f"--cuzk-config={path}"
+
+
+def test_only_a_pce_written_since_the_start_counts_for_cuzk(
+    inner, tmp_path: Path, shared_cache: Path
+) -> None:
+    """The param cache holds a complete PCE from an earlier run, but the daemon cannot write a new one."""
+    winning = KINDS["winning"]
+    manifest = generate(tmp_path / "data")
+    with tmpfs(tmp_path / "cache") as cache:
+        copy_params(tmp_path / "keys", cache, winning.circuit_id)
+        (cache / winning.pce_file).write_bytes(b"PCE\x02" + b"\0" * 60)  # complete and stable, but stale
+        fill(cache)
+        result = inner(
+            {"test_prove": PROVE_SOURCE},
+            "-k", "winning", "--cuzk-batch-sizes=1", f"--cuzk-param-cache={cache}",
+            f"--cuzk-manifest={manifest}", "--cuzk-warmup-timeout=3",
+        )  # fmt: skip
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*PCE file {cache / winning.pce_file} did not appear within 3s*"])
+
+
+SPLIT = "FAILED: proof split failed: proof bytes length mismatch: got 3072, expected 0"
+
+
+@pytest.mark.parametrize(
+    ("profile", "kind", "batch", "errors", "known"),
+    [
+        (CuzkProfile("cuzk"), "snap", 2, [SPLIT, SPLIT], True),
+        (RefProfile("default", None, Path("."), behave="cuzk"), "snap", 4, [SPLIT], True),
+        (CuzkProfile("cuzk"), "snap", 2, [SPLIT, "FAILED: out of memory"], False),
+        (CuzkProfile("cuzk"), "snap", 2, [], False),
+        (CuzkProfile("cuzk"), "snap", 1, [SPLIT], False),
+        (CuzkProfile("cuzk"), "porep", 2, [SPLIT], False),
+        (RefProfile("default", None, Path("."), behave="protocol"), "snap", 2, [SPLIT], False),
+    ],
+    ids=["cuzk", "ref-as-cuzk", "another-error-too", "no-failure", "batch1", "porep", "protocol"],
+)
+def test_only_cuzks_batched_snapdeals_failure_is_a_known_bug(profile, kind, batch, errors, known) -> None:
+    reason = profile.known_issue(kind, batch, errors)
+    assert (reason is not None) == known
+    assert reason is None or "--cuzk-batch-sizes=1" in reason

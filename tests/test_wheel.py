@@ -1,0 +1,41 @@
+"""As a user gets it: the built wheel in a fresh venv, run from an empty directory with an empty HOME.
+
+The suite and its manifest are package data, so ``pytest --cuzk-daemon=auto`` finds them with
+no checkout around; nothing of the repository is on the path.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+
+def _as_a_user(python: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    empty, home = tmp_path / "empty", tmp_path / "home"
+    empty.mkdir()
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH", "XDG_"))}
+    env["HOME"] = str(home)
+    return subprocess.run(
+        [python, "-m", "pytest", "-p", "no:cacheprovider", "-rs", *args],
+        cwd=empty, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_the_readme_command_runs_the_packaged_suite_from_an_empty_directory(user_venv, tmp_path):
+    run = _as_a_user(user_venv, tmp_path, "--cuzk-daemon=auto", "-k", "winning")
+    assert run.returncode == 0, run.stdout[-3000:]
+    out = run.stdout
+    assert "cuzk: running the packaged suite" in out
+    assert "cuzk: daemon mode ref (no daemon at 127.0.0.1:9820 and no cuzk binary" in out
+    assert "4 passed" in out and "skipped" not in out, out[-2000:]
+    assert "test_prove[winning-batch1-j1]" in out and "cuzk proving summary" in out
+
+
+def test_pyargs_names_the_suite_too(user_venv, tmp_path):
+    run = _as_a_user(
+        user_venv, tmp_path, "--pyargs", "pytest_cuzk.suite", "--cuzk-daemon=ref", "-k", "prove and wpost"
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "1 passed" in run.stdout
