@@ -126,8 +126,8 @@ def test_an_attached_daemons_process_is_found_by_its_socket(listener, tmp_path):
     assert pid is None and why.startswith(f"cannot ask {tmp_path / 'none.sock'} for its owner: ")
 
 
-def test_a_remote_daemon_is_not_sampled_and_says_so():
-    daemon = AttachedDaemon("far", "10.0.0.5:9820", start_timeout_s=1.0, param_cache=None)
+def test_a_remote_daemon_is_not_sampled_and_says_so(tmp_path):
+    daemon = AttachedDaemon("far", "10.0.0.5:9820", start_timeout_s=1.0, param_cache=None, data_dir=tmp_path)
     assert (daemon.pid, daemon.unsampled()) == (None, "remote daemon")
 
 
