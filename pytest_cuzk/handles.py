@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .cases import item_case
 from .outcome import as_outcome
 from .session import LOG_MARK_KEY
 from .wire.kinds import KINDS, by_name
@@ -88,15 +89,16 @@ def ready(session: CuzkSession, daemon: DaemonInfo, item: pytest.Item) -> Daemon
 
 def target(session: CuzkSession, item: pytest.Item) -> DaemonBackend:
     """``cuzk_target``: the ready daemon of the item's case, restarted for its batch size when spawned."""
-    params = item.callspec.params  # type: ignore[attr-defined]  # a parametrized suite case
-    case: Case = params.get("cuzk_case") or params["cuzk_kind"]
+    case = item_case(item)
+    assert case is not None, "cuzk_target serves the suite's parametrized cases"
     with as_outcome(session.settings.allow_missing):
         _mark_log(item, session.backend(case.label))
         backend = session.started(case.label, case.batch_size)
-        found = session.data(backend).path(case.kind)
-        if isinstance(found, Exception):
-            raise found
-        backend = session.ready(case.label, case.batch_size, [case.kind.name])
+        for kind in case.kinds:
+            found = session.data(backend).path(kind)
+            if isinstance(found, Exception):
+                raise found
+        backend = session.ready(case.label, case.batch_size, [k.name for k in case.kinds])
     _mark_log(item, backend)
     return backend
 

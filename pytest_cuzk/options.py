@@ -184,7 +184,8 @@ def option_value(config: pytest.Config, opt: Option) -> tuple[Any, str]:
     return opt.default, f"default of {opt.flag}"
 
 
-CASE_FIXTURES = ("cuzk_case", "cuzk_kind")  # what a suite case asks for: here, to be checked without imports
+# What a suite case asks for: here, to be checked without imports (cases.py says what each holds).
+CASE_FIXTURES = ("cuzk_case", "cuzk_kind", "cuzk_server_case", "cuzk_sweep_case", "cuzk_priority_case")
 
 
 def uses_cuzk(item: pytest.Item) -> bool:

@@ -162,7 +162,7 @@ class CuzkSession:
 
                 choice = self.choice
                 labels = [b.label for b in choice.backends]
-                params = case_params(labels, choice.mode == "attach", self.settings, name == "cuzk_kind")
+                params = case_params(labels, choice.mode == "attach", self.settings, name)
                 metafunc.parametrize(name, params)
 
     @pytest.hookimpl(trylast=True)
@@ -191,7 +191,8 @@ class CuzkSession:
         from .cases import item_case
         from .wire.kinds import by_name
 
-        kinds = {c.kind.name for c in (item_case(i) for i in session.items) if c is not None}
+        cases = [c for c in (item_case(i) for i in session.items) if c is not None]
+        kinds = {k.name for c in cases for k in c.kinds}
         marked = (str(k) for i in session.items for m in i.iter_markers("cuzk_kinds") for k in m.args)
         kinds |= {by_name(k).name for k in marked if _kind_problem(k) is None}  # the rest stop the run
         if kinds:

@@ -47,10 +47,12 @@ def test_several_daemons_put_their_label_first_and_group_by_daemon(fake_run):
 
 def test_attached_cases_say_so_in_their_id(pytester):
     settings = resolve_settings(pytester.parseconfig("--cuzk-batch-sizes=1"))
-    ids = [p.id for p in case_params(["local"], True, settings, per_kind=False)]
+    ids = [p.id for p in case_params(["local"], True, settings, "cuzk_case")]
     assert ids == [f"{k}-batch1-j1-attached" for k in KINDS]
-    per_kind = [p.id for p in case_params(["a", "b"], True, settings, per_kind=True)]
+    per_kind = [p.id for p in case_params(["a", "b"], True, settings, "cuzk_kind")]
     assert per_kind == [f"{label}-{k}" for label in "ab" for k in KINDS]
+    under = [p.id for p in case_params(["local"], True, settings, "cuzk_priority_case")]
+    assert under[0] == "wpost-under-porep-attached"
 
 
 def test_case_in_flight_is_batch_times_concurrency():
