@@ -26,6 +26,7 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from ..errors import DaemonExited
 from ..proto import pb, pb_grpc
 from ..records import HostRecord
+from ..slo import Slo
 from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, by_circuit, by_enum
 from ..wire.vanilla import write_vanilla_proofs
 from .protocol import (
@@ -204,6 +205,10 @@ class FakeProfile:
 
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
         return None
+
+    def slo(self, kind: ProofKindInfo, under: ProofKindInfo | None) -> Slo:
+        """Its proofs take the delay they are given, and nothing queues: a fixed bound."""
+        return Slo(seconds=5.0, source="the fake daemon's default")
 
 
 class FakeDaemon:
