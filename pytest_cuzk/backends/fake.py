@@ -317,6 +317,6 @@ class FakeDaemon:
         )  # fmt: skip
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop(0)
-            self._server = None
+        server, self._server = self._server, None  # gone from the moment its socket may close
+        if server is not None:
+            server.stop(0)
