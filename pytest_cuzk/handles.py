@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from .cases import Case
     from .proto import pb
     from .runner import CaseResult
+    from .scenarios.execution import ScenarioExecution
     from .session import CuzkSession
 
-__all__ = ["CuzkData", "DaemonInfo", "case_runner", "ready", "started", "target"]
+__all__ = ["CuzkData", "DaemonInfo", "case_runner", "ready", "scenario_runner", "started", "target"]
 
 
 @dataclass(frozen=True)
@@ -116,3 +117,12 @@ def case_runner(
             return execution(case)
 
     return run
+
+
+def scenario_runner(
+    session: CuzkSession, backend: DaemonBackend, item: pytest.Item, benchmark: Any | None
+) -> ScenarioExecution:
+    """``cuzk_scenario``: the load scenarios, each bounded by its budget, run against the case's daemon."""
+    from .scenarios.execution import ScenarioExecution
+
+    return ScenarioExecution(session, backend, item, benchmark)

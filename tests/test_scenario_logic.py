@@ -1,4 +1,4 @@
-"""The load scenarios' own logic, without a daemon: arrivals, the rate search, bounds, records."""
+"""The load scenarios' own logic, without a daemon: arrivals, the rate search, bounds, the knee, records."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pytest_cuzk.scenarios.records import (
     scenario_from_dict,
 )
 from pytest_cuzk.scenarios.search import RateSearch, arrival_offsets
+from pytest_cuzk.scenarios.sweep import knee
 
 
 def test_arrivals_are_poisson_at_the_rate_and_the_same_every_time():
@@ -79,6 +80,17 @@ def test_the_budget_admits_the_first_step_whatever_it_costs():
     assert budget.admit(1.0, 10) == "--cuzk-max-proofs 20 would be passed"
     assert budget.admit(100.0, 1) == "the 10 s budget (--cuzk-scenario-budget) would be overrun"
     assert budget.admit(1.0, 5) == "" and budget.proofs_left == 5
+
+
+def _point(in_flight: int, rate: float) -> SweepPoint:
+    return SweepPoint(in_flight=in_flight, concurrency=in_flight, throughput_proofs_per_hour=rate)
+
+
+def test_the_knee_is_the_fewest_in_flight_within_5_percent_of_the_best():
+    curve = [_point(1, 3800.0), _point(2, 4210.0), _point(3, 4330.0), _point(4, 4340.0)]
+    assert knee(curve) == curve[1]
+    assert knee([_point(1, 100.0), _point(2, 200.0)]) == _point(2, 200.0)
+    assert knee([]) is None
 
 
 def test_records_travel_as_dicts_and_come_back_whole():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support import PROVE_SOURCE
+from support import PROVE_SOURCE, SCENARIOS_SOURCE
 
 from pytest_cuzk.cases import Case, case_params
 from pytest_cuzk.settings import resolve_settings
@@ -65,3 +65,23 @@ def test_running_the_matrix_restarts_the_daemon_once_per_batch_size(fake_run):
     result.assert_outcomes(passed=4)
     assert daemon.starts == [1, 2]
     assert result.stdout.str().count("cold start [") == 2
+
+
+def test_the_load_scenarios_have_ids_that_select_by_kind(fake_run):
+    result, _ = fake_run({"test_scenarios": SCENARIOS_SOURCE}, *COLLECT, "-k", "porep")
+    ids = [line.split("::")[1] for line in result.outlines if "::test_" in line]
+    assert ids == [
+        "test_server[porep-batch1]",
+        "test_priority[wpost-under-porep]",
+        "test_priority[winning-under-porep]",
+        "test_sweep[porep-batch1]",
+        "test_server[porep-batch2]",
+        "test_sweep[porep-batch2]",
+    ], "PoSt under PoRep load, the sweep for the throughput kinds only; grouped by batch size"
+    result, _ = fake_run({}, *COLLECT, "-k", "winning")
+    ids = [line.split("::")[1] for line in result.outlines if "::test_" in line]
+    assert ids == [
+        "test_server[winning-batch1]",
+        "test_priority[winning-under-porep]",
+        "test_priority[winning-under-snap]",
+    ]
