@@ -33,19 +33,21 @@ if TYPE_CHECKING:
     from .statuspoll import StatusMemory
     from .testdata import TestData
 
-__all__ = ["CaseExecution", "Running", "running"]
+__all__ = ["CaseExecution", "Execution", "Running", "running"]
 
 
-class CaseExecution:
+@dataclass
+class Execution:
+    """What runs a suite test's measurement: the session, the test's daemon and item, pytest-benchmark."""
+
+    session: CuzkSession
+    backend: DaemonBackend
+    item: pytest.Item
+    benchmark: Any | None
+
+
+class CaseExecution(Execution):
     """The ``cuzk_run`` fixture's callable: run a case on ``backend`` for ``item``."""
-
-    def __init__(
-        self, session: CuzkSession, backend: DaemonBackend, item: pytest.Item, benchmark: Any | None
-    ) -> None:
-        self.session = session
-        self.backend = backend
-        self.item = item
-        self.benchmark = benchmark
 
     def __call__(self, case: Case) -> CaseResult:
         from .session import FIGURES_KEY

@@ -14,11 +14,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import pytest
-
-from ..backends.protocol import DaemonBackend
 from ..cases import Case
-from ..execution import Running, running
+from ..execution import Execution, Running, running
 from ..outcome import as_outcome
 from ..runner import CaseResult, ProofRecord
 from ..settings import Settings
@@ -29,7 +26,7 @@ from .server import Server
 from .sweep import Sweep
 
 if TYPE_CHECKING:
-    from ..session import CuzkSession
+    pass
 
 __all__ = ["ScenarioExecution"]
 
@@ -45,16 +42,8 @@ class _Scenario(Protocol[_Record]):
     def figures(self, **shared: Any) -> _Record: ...
 
 
-class ScenarioExecution:
+class ScenarioExecution(Execution):
     """``cuzk_scenario``: each scenario, run against the case's daemon for ``item``."""
-
-    def __init__(
-        self, session: CuzkSession, backend: DaemonBackend, item: pytest.Item, benchmark: Any | None
-    ) -> None:
-        self.session = session
-        self.backend = backend
-        self.item = item
-        self.benchmark = benchmark
 
     def server(self, case: Case) -> ServerFigures:
         return self._run(case, Server)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from support import SCENARIOS_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
@@ -52,26 +53,29 @@ def test_each_scenario_fills_extra_info_and_says_its_headline(fake_run, tmp_path
     )
 
 
-def test_a_bound_no_rate_can_hold_fails_the_server_naming_it(fake_run):
-    slow = {"winning": FakeBehaviour(delay_s=0.2)}
-    args = ("-k", "test_server and winning", *BOUNDED, "--cuzk-slo=winning:0.1s")
-    result, _ = fake_run(FILES, *args, behaviour=slow)
+@pytest.mark.parametrize(
+    ("select", "behaviour", "said"),
+    [
+        (
+            "test_server and winning",
+            {"winning": FakeBehaviour(delay_s=0.2)},
+            "*no rate held p99 within 0.1 s (option --cuzk-slo); 0 rates tried (idle, its p50 of 0.2* s is "
+            "already over the bound)",
+        ),
+        (
+            "test_priority and winning-under-porep",
+            {"porep": FakeBehaviour(delay_s=0.03), "winning": FakeBehaviour(delay_s=0.15)},
+            "*winning under porep load: * s (the slowest of *), *x its idle p50 of * s; * late against the "
+            "bound 0.1 s (option --cuzk-slo): MISSED*",
+        ),
+    ],
+    ids=["server", "priority"],
+)
+def test_a_bound_the_daemon_cannot_hold_fails_the_scenario_naming_it(fake_run, select, behaviour, said):
+    args = ("-k", select, *BOUNDED, "--cuzk-slo=winning:0.1s")
+    result, _ = fake_run(FILES, *args, behaviour=behaviour)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*no rate held p99 within 0.1 s (option --cuzk-slo); 0 rates tried (idle, its p50 of 0.2* s is "
-         "already over the bound)"]
-    )  # fmt: skip
-
-
-def test_a_post_proof_over_its_bound_under_load_fails_naming_the_slowdown(fake_run):
-    slow = {"porep": FakeBehaviour(delay_s=0.03), "wpost": FakeBehaviour(delay_s=0.15)}
-    args = ("-k", "test_priority and wpost-under-porep", *BOUNDED, "--cuzk-slo=wpost:0.1s")
-    result, _ = fake_run(FILES, *args, behaviour=slow)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*wpost under porep load: * s (the slowest of *), *x its idle p50 of * s; * late against the bound "
-         "0.1 s (option --cuzk-slo): MISSED*"]
-    )  # fmt: skip
+    result.stdout.fnmatch_lines([said])
 
 
 def test_a_daemon_that_dies_mid_scenario_fails_it_by_name(fake_run):
