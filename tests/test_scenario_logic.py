@@ -73,9 +73,9 @@ def test_from_100_proofs_1_percent_may_be_late():
     assert Tail.of(_records([0.1] * 10), 0.5, 10).goodput_per_hour(seconds=36.0) == 1000.0
 
 
-def test_the_budget_admits_the_first_step_whatever_it_costs():
+def test_the_budget_admits_the_scenarios_minimum_whatever_it_costs():
     budget = Budget(seconds=10.0, proofs=20)
-    assert budget.admit(seconds=100.0, proofs=50) == ""
+    assert budget.admit(seconds=100.0, proofs=50, least=True) == ""
     budget.spend(15)
     assert budget.admit(1.0, 10) == "--cuzk-max-proofs 20 would be passed"
     assert budget.admit(100.0, 1) == "the 10 s budget (--cuzk-scenario-budget) would be overrun"

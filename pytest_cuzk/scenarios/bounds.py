@@ -1,7 +1,7 @@
 """A scenario's bounds: its budget of seconds and proofs, and latencies judged against a latency bound.
 
 The budget is ``--cuzk-scenario-budget`` seconds and ``--cuzk-max-proofs`` proofs in all; no step
-starts that would end past either, except the first (a scenario measures something). Latencies
+starts that would end past either, except those of the scenario's minimum (it measures something). Latencies
 meet their bound when at most 1% of the proofs were late (or failed): their p99 is within it. A
 p99 of fewer than 100 proofs would be the slowest proof passed off as a p99, so then none may be
 late, which is the slowest proof judged, and said so.
@@ -29,18 +29,19 @@ class Budget:
     proofs: int
     started: float = field(default_factory=time.monotonic)
     spent: int = 0
-    steps: int = 0
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def admit(self, seconds: float, proofs: int) -> str:
-        """Why a step of about ``seconds`` and ``proofs`` may not start; "" admits it (the first always)."""
-        if self.steps and self.spent + proofs > self.proofs:
+    def admit(self, seconds: float, proofs: int, least: bool = False) -> str:
+        """Why a step of about ``seconds`` and ``proofs`` may not start; "" admits it.
+
+        ``least``: the step is part of the scenario's minimum, admitted whatever it costs.
+        """
+        if not least and self.spent + proofs > self.proofs:
             return f"--cuzk-max-proofs {self.proofs} would be passed"
-        if self.steps and self.elapsed() + seconds > self.seconds:
+        if not least and self.elapsed() + seconds > self.seconds:
             return f"the {self.seconds:g} s budget (--cuzk-scenario-budget) would be overrun"
-        self.steps += 1
         return ""
 
     def spend(self, proofs: int) -> None:

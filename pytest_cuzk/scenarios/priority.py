@@ -95,7 +95,7 @@ class Priority:
         with self.status.stage(f"{self.case.id}: {self.post.name} proofs under {what}"):
             while not (why := self._done(load)):
                 gap = float(rng.uniform(0, self.load_idle_p50 or 0.0))
-                if len(self.probes) >= self.settings.proofs and (why := self.budget.admit(gap + last, 1)):
+                if why := self.budget.admit(gap + last, 1, least=len(self.probes) < self.settings.proofs):
                     break
                 last = self._probe(gap)
         self.stop_reason = why

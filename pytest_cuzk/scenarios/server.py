@@ -69,7 +69,7 @@ class Server:
             wanted = max(self.settings.proofs, math.ceil(rate / 3600 * step_s))
             count = max(self.settings.proofs, min(wanted, self.budget.proofs_left))  # at least the minimum
             offsets = arrival_offsets(count, rate)
-            if why := self.budget.admit(offsets[-1] + self._drain_s(), count):
+            if why := self.budget.admit(offsets[-1] + self._drain_s(), count, least=not self.steps):
                 self.stop_reason = why
                 return
             step = self.step(rate, offsets)

@@ -55,13 +55,13 @@ class Sweep:
         s, best, flat, last_s = self.settings, 0.0, 0, 0.0
         for j in range(1, MAX_CONCURRENCY + 1):
             level = dataclasses.replace(self.case, concurrency=j, axes=("batch", "j"))
-            least = max(s.proofs, stats.MIN_INTERVAL_SAMPLES * level.in_flight)
-            if why := self.budget.admit(last_s, least):
+            fewest = max(s.proofs, stats.MIN_INTERVAL_SAMPLES * level.in_flight)
+            if why := self.budget.admit(last_s, fewest, least=j == 1):
                 self.stop_reason = why
                 return
-            most = max(least, min(s.max_proofs, self.budget.proofs_left))
+            most = max(fewest, min(s.max_proofs, self.budget.proofs_left))
             plan = Plan(
-                least, most, min(s.case_budget, self.budget.seconds / LEVEL_SHARE), s.window, s.stability
+                fewest, most, min(s.case_budget, self.budget.seconds / LEVEL_SHARE), s.window, s.stability
             )
             result = run_case(level, self.runner, plan, None)
             self.proofs += result.proofs

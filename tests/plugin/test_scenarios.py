@@ -14,7 +14,7 @@ FILES = {"test_load": SCENARIOS_SOURCE}  # not this module's name: both would im
 # Small, fast proofs; a PoRep slower than a PoSt, as they are. The fake proves each at once in
 # its own thread: nothing queues, so every rate holds until a bound of the scenario ends it.
 QUICK = {"porep": FakeBehaviour(delay_s=0.03), "winning": FakeBehaviour(delay_s=0.005)}
-BOUNDED = ("--cuzk-batch-sizes=1", "--cuzk-proofs=3", "--cuzk-max-proofs=120", "--cuzk-scenario-budget=1")
+BOUNDED = ("--cuzk-batch-sizes=1", "--cuzk-proofs=3", "--cuzk-max-proofs=120", "--cuzk-scenario-budget=0.5")
 
 
 def _extra(out: Path) -> dict[str, dict[str, object]]:
