@@ -68,7 +68,7 @@ def test_running_the_matrix_restarts_the_daemon_once_per_batch_size(fake_run):
 
 
 def test_the_load_scenarios_have_ids_that_select_by_kind(fake_run):
-    result, _ = fake_run({"test_scenarios": SCENARIOS_SOURCE}, *COLLECT, "-k", "porep")
+    result, _ = fake_run({"test_load": SCENARIOS_SOURCE}, *COLLECT, "-k", "porep")
     ids = [line.split("::")[1] for line in result.outlines if "::test_" in line]
     assert ids == [
         "test_server[porep-batch1]",
