@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..cases import Case
 from ..execution import Execution, Running, running
 from ..outcome import as_outcome
 from ..runner import CaseResult, ProofRecord
+from ..session import SCENARIO_KEY
 from ..settings import Settings
 from .bounds import Budget
 from .priority import Priority
 from .records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 from .server import Server
 from .sweep import Sweep
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["ScenarioExecution"]
 
@@ -69,8 +67,6 @@ class ScenarioExecution(Execution):
             record = scenario.figures(**self._shared(case, scenario, run, time.monotonic() - start))
         if any(p.timed_out for p in scenario.proofs):
             self.backend.take_out(f"a proof timed out in {self.item.name}")
-        from ..session import SCENARIO_KEY
-
         finished: ScenarioFigures = record
         self.item.stash[SCENARIO_KEY] = finished
         if self.benchmark is not None:

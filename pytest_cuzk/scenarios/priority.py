@@ -85,7 +85,7 @@ class Priority:
         with self.status.stage(
             f"{self.case.id}: {self.load.name} load starting", self.settings.proof_timeout
         ):
-            self.runner.tick = lambda: self.status.tick()
+            self.runner.tick = self.status.tick
             load.start()
             load.first_answer(lambda: self.runner.watch(what), self.settings.proof_timeout)
         if load.error is not None:

@@ -36,7 +36,7 @@ class Server:
 
     def __init__(self, case: Case, run: Running, settings: Settings, budget: Budget) -> None:
         self.case = case
-        self.running = run
+        self.status = run.status
         self.runner = run.runner(case.kind)
         self.settings = settings
         self.budget = budget
@@ -45,7 +45,7 @@ class Server:
         self.stop_reason = ""
         self.idle_p50: float | None = None
         self.bound_s = 0.0
-        self.search = RateSearch(1.0)
+        self.search = RateSearch(1.0)  # replaced once the idle latency gives the first rate
         self.tried: list[tuple[float, bool]] = []  # (rate per hour, held), as the search sees them
         self.steps: list[RateStep] = []
         self.tails: list[Tail] = []
@@ -86,7 +86,7 @@ class Server:
 
     def step(self, rate: float, offsets: list[float]) -> RateStep:
         """Poisson arrivals at ``rate`` per hour; the step's verdict against the bound."""
-        runner, kind, status = self.runner, self.case.kind, self.running.status
+        runner, kind, status = self.runner, self.case.kind, self.status
         requests = [runner.make_request() for _ in offsets]  # built before the step: not in its time
         wave = Wave(requests, offsets=offsets, late_s=self.bound_s, late_allowed=len(offsets) // 100)
         if runner.mark is not None:
