@@ -22,9 +22,9 @@ def _extra(out: Path) -> dict[str, dict[str, object]]:
 
 
 def test_each_scenario_fills_extra_info_and_says_its_headline(fake_run, tmp_path):
-    out, plots = tmp_path / "bench.json", tmp_path / "plots"
+    out, plots, html = tmp_path / "bench.json", tmp_path / "plots", tmp_path / "run.html"
     select = "test_server and winning or test_priority and winning-under-porep or test_sweep and porep"
-    args = ("-k", select, *BOUNDED, f"--benchmark-json={out}", f"--cuzk-plots={plots}")
+    args = ("-k", select, *BOUNDED, f"--benchmark-json={out}", f"--cuzk-plots={plots}", f"--cuzk-html={html}")
     result, _ = fake_run(FILES, *args, behaviour=QUICK, mode="attach")
     result.assert_outcomes(passed=3)
     extra = _extra(out)
@@ -42,6 +42,7 @@ def test_each_scenario_fills_extra_info_and_says_its_headline(fake_run, tmp_path
     assert [p["in_flight"] for p in sweep["curve"]] == list(range(1, len(sweep["curve"]) + 1))
     assert sweep["knee_in_flight"] in [p["in_flight"] for p in sweep["curve"]]
     assert (plots / "test_sweep[porep-batch1-attached].png").stat().st_size > 10_000
+    assert "test_priority[winning-under-porep-attached]" in html.read_text(), "the run report lists them"
     result.stdout.fnmatch_lines(
         [
             "load scenarios:",
