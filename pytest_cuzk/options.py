@@ -114,7 +114,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "scenario-budget",
         "Seconds a load scenario (test_server, test_priority, test_sweep) may measure for: no step starts "
-        "that would end past them (the first still runs)",
+        "that would end past them (its minimum still runs)",
         60.0,
         "float",
     ),
