@@ -162,7 +162,7 @@ class CuzkSession:
 
                 choice = self.choice
                 labels = [b.label for b in choice.backends]
-                params = case_params(labels, choice.mode == "attach", self.settings, name == "cuzk_kind")
+                params = case_params(labels, choice.attached, self.settings, name == "cuzk_kind")
                 metafunc.parametrize(name, params)
 
     @pytest.hookimpl(trylast=True)
@@ -200,7 +200,7 @@ class CuzkSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Under xdist, attached daemons are never shared: each worker takes one daemon's tests."""
-        if not self.asked or config.getvalue("dist") != "load" or self.choice.mode != "attach":
+        if not self.asked or config.getvalue("dist") != "load" or not self.choice.attached:
             return None
         from .fleet import DaemonScheduling
 
