@@ -32,6 +32,7 @@ def test_a_reference_engine_run_shows_its_build_and_memory_over_time(inner, tmp_
         "--cuzk-batch-sizes=1",
         "--cuzk-proofs=3",
         "--cuzk-max-proofs=3",
+        "--cuzk-window=0.01",  # a window per wave: three to draw
         f"--cuzk-html={page}",
     )
     result = inner({"test_prove": PROVE_SOURCE}, *args)
@@ -48,6 +49,10 @@ def test_a_reference_engine_run_shows_its_build_and_memory_over_time(inner, tmp_
     labels = {text(t) for t in chart.find_elements("tag name", "text")}
     assert {"wave 1", "wave 2", "wave 3"} <= labels and any(x.startswith("peak ") for x in labels)
     assert browser.one("figure[data-chart=latency] svg").size["height"] > 100
+    windows = browser.one("figure[data-chart=windows]")
+    assert {"complete window", "one wave", "measurement window"} <= {
+        text(t) for t in windows.find_elements("tag name", "text")
+    }, "the measurement windows are drawn"
     assert "winning" in browser.one("#cold-table").text
     browser.screenshot(tmp_path / "ref.png")
 

@@ -18,8 +18,9 @@ from ..errors import CuzkError
 from ..figures import METRICS, Figures
 from ..hostinfo import host_info
 from ..ledger import series_name
+from ..measure import STABLE_WINDOWS
 from ..wire.units import format_bytes
-from .charts import cold_timeline, latency_chart, memory_chart
+from .charts import cold_timeline, latency_chart, memory_chart, windows_chart
 from .outcomes import Outcomes, TestEntry
 from .render import show
 
@@ -64,7 +65,8 @@ def case_view(index: int, entry: TestEntry) -> dict[str, Any]:
     """One case's section: its headline figures, charts and details (what the case has of them)."""
     figures, chart = entry.figures, f"case{index}"
     view: dict[str, Any] = {"entry": entry, "anchor": f"case-{index}", "figures": figures, "headline": [],
-                            "memory_chart": None, "latency_chart": None, "details": []}  # fmt: skip
+                            "memory_chart": None, "latency_chart": None, "windows_chart": None,
+                            "stable_windows": STABLE_WINDOWS, "details": []}  # fmt: skip
     if entry.proofs:
         p50, p90 = (figures.latency_p50_s, figures.latency_p90_s) if figures else (None, None)
         view["latency_chart"] = latency_chart(entry.proofs, p50, p90, f"{chart}l")
@@ -72,6 +74,7 @@ def case_view(index: int, entry: TestEntry) -> dict[str, Any]:
         return view
     view["headline"] = [(METRICS[m].label, METRICS[m].show(METRICS[m].value(figures))) for m in _HEADLINE]
     view["details"] = details(figures)
+    view["windows_chart"] = windows_chart(figures.samples, figures.windows, f"{chart}w")
     if figures.memory is not None and figures.memory.series.t_s:
         view["memory_chart"] = memory_chart(figures.memory, f"{chart}m")
     return view
