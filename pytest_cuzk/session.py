@@ -251,14 +251,16 @@ class CuzkSession:
         return report
 
     def _after_a_timeout(self, item: pytest.Item, backend: DaemonBackend, error: BaseException) -> None:
-        """A test's own call to the daemon timed out: a hung daemon, or a proof it cannot cancel.
+        """A test's call to the daemon timed out (or pytest-timeout stopped the test while it waited).
 
         Either way the daemon is not trusted with the next test: a hung one is killed (or,
         attached, taken out of the run), one still busy with the proof restarted likewise.
+        pytest-timeout's signal method fails the test with its message; its thread method ends pytest.
         """
         from .errors import DeadlineExceeded, ProofTimeout
 
-        if not isinstance(error, (ProofTimeout, DeadlineExceeded)) or not backend.alive():
+        stopped = isinstance(error, pytest.fail.Exception) and str(error).endswith("from pytest-timeout.")
+        if not (stopped or isinstance(error, (ProofTimeout, DeadlineExceeded))) or not backend.alive():
             return
         seen = backend.health(self.settings.probe_timeout)
         if seen is not None:

@@ -227,7 +227,17 @@ def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
 def _results_db(value: Any, where: str) -> str:
     """``default``, a SQLAlchemy URL or a database file's path; a bare word is a typo, not a file name."""
     text = str(value).strip()
-    if text == "default" or "://" in text or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
+    if "://" in text:
+        from sqlalchemy.exc import ArgumentError
+
+        from .results import normalize_url
+
+        try:
+            normalize_url(text)
+        except (ValueError, ArgumentError) as exc:  # a driver it lacks; a URL SQLAlchemy cannot parse
+            raise pytest.UsageError(f"Invalid results database {text!r} from {where}: {exc}") from None
+        return text
+    if text == "default" or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
         return text
     raise pytest.UsageError(
         f"Invalid results database {text!r} from {where}: use default, a SQLAlchemy URL "
