@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .cases import item_case
 from .outcome import as_outcome
 from .session import LOG_MARK_KEY
 from .wire.kinds import KINDS, by_name
@@ -18,9 +19,10 @@ if TYPE_CHECKING:
     from .cases import Case
     from .proto import pb
     from .runner import CaseResult
+    from .scenarios.execution import ScenarioExecution
     from .session import CuzkSession
 
-__all__ = ["CuzkData", "DaemonInfo", "case_runner", "ready", "started", "target"]
+__all__ = ["CuzkData", "DaemonInfo", "case_runner", "ready", "scenario_runner", "started", "target"]
 
 
 @dataclass(frozen=True)
@@ -88,15 +90,16 @@ def ready(session: CuzkSession, daemon: DaemonInfo, item: pytest.Item) -> Daemon
 
 def target(session: CuzkSession, item: pytest.Item) -> DaemonBackend:
     """``cuzk_target``: the ready daemon of the item's case, restarted for its batch size when spawned."""
-    params = item.callspec.params  # type: ignore[attr-defined]  # a parametrized suite case
-    case: Case = params.get("cuzk_case") or params["cuzk_kind"]
+    case = item_case(item)
+    assert case is not None, "cuzk_target serves the suite's parametrized cases"
     with as_outcome(session.settings.allow_missing):
         _mark_log(item, session.backend(case.label))
         backend = session.started(case.label, case.batch_size)
-        found = session.data(backend).path(case.kind)
-        if isinstance(found, Exception):
-            raise found
-        backend = session.ready(case.label, case.batch_size, [case.kind.name])
+        for kind in case.kinds:
+            found = session.data(backend).path(kind)
+            if isinstance(found, Exception):
+                raise found
+        backend = session.ready(case.label, case.batch_size, [k.name for k in case.kinds])
     _mark_log(item, backend)
     return backend
 
@@ -114,3 +117,12 @@ def case_runner(
             return execution(case)
 
     return run
+
+
+def scenario_runner(
+    session: CuzkSession, backend: DaemonBackend, item: pytest.Item, benchmark: Any | None
+) -> ScenarioExecution:
+    """``cuzk_scenario``: the load scenarios, each bounded by its budget, run against the case's daemon."""
+    from .scenarios.execution import ScenarioExecution
+
+    return ScenarioExecution(session, backend, item, benchmark)

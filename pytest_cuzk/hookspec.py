@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .cases import Case
     from .figures import Figures
     from .runner import CaseResult
+    from .scenarios.records import ScenarioFigures
     from .settings import Settings
 
 hookspec = pytest.hookspec  # keep pluggy's marker under one name
@@ -61,4 +62,17 @@ def pytest_cuzk_case_finished(item: pytest.Item, case: Case, figures: Figures, r
 
         def pytest_cuzk_case_finished(item, case, figures, result):
             requests.post(DASHBOARD, json=figures.to_dict())
+    """
+
+
+@hookspec
+def pytest_cuzk_scenario_finished(item: pytest.Item, case: Case, figures: ScenarioFigures) -> None:
+    """A load scenario (``test_server``, ``test_priority``, ``test_sweep``) finished on this worker.
+
+    ``figures`` is its record (``ServerFigures``, ``PriorityFigures`` or ``SweepFigures``); the
+    built-in plots sink draws a sweep's curve. A sink of your own::
+
+        def pytest_cuzk_scenario_finished(item, case, figures):
+            if figures.scenario == "server":
+                print(item.name, figures.max_sustainable_rate_per_hour)
     """

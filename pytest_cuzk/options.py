@@ -105,6 +105,26 @@ OPTIONS: tuple[Option, ...] = (
         "float",
     ),
     Option("sample-interval", "Memory sampling interval in seconds", 0.1, "float"),
+    Option(
+        "slo",
+        "Latency bound of the load scenarios (test_server, test_priority): KIND:BOUND[,...] or BOUND for "
+        "every kind, BOUND in seconds (10s), minutes (30m) or times the kind's idle p50 (5x); default: "
+        "the engine's (cuzk: porep:30m,snap:30m,wpost:5m,winning:10s)",
+    ),
+    Option(
+        "scenario-budget",
+        "Seconds a load scenario (test_server, test_priority, test_sweep) may measure for: no step starts "
+        "that would end past them (its minimum still runs)",
+        60.0,
+        "float",
+    ),
+    Option(
+        "background-in-flight",
+        "Proofs test_priority keeps in flight as background load (Curio's default [Cuzk] MaxPending of 10, "
+        "less the PoSt)",
+        9,
+        "float",
+    ),
     Option("min-throughput", "Fail a test below this many proofs per hour: KIND:N/h[,KIND:N/h...]"),
     Option("max-rss", "Fail a test whose daemon RSS peak exceeds SIZE or KIND:SIZE[,...] (e.g. 200GiB)"),
     Option("max-vram", "Fail a test whose daemon VRAM peak exceeds SIZE or KIND:SIZE[,...]"),
@@ -184,7 +204,8 @@ def option_value(config: pytest.Config, opt: Option) -> tuple[Any, str]:
     return opt.default, f"default of {opt.flag}"
 
 
-CASE_FIXTURES = ("cuzk_case", "cuzk_kind")  # what a suite case asks for: here, to be checked without imports
+# What a suite case asks for: here, to be checked without imports (cases.py says what each holds).
+CASE_FIXTURES = ("cuzk_case", "cuzk_kind", "cuzk_server_case", "cuzk_sweep_case", "cuzk_priority_case")
 
 
 def uses_cuzk(item: pytest.Item) -> bool:

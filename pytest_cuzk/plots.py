@@ -1,8 +1,10 @@
-"""One PNG per test: the daemon's RSS and VRAM over time with proof boundaries marked.
+"""One PNG per test: the daemon's RSS and VRAM over time with proof boundaries marked; a sweep's curve.
 
 A peak figure alone does not say whether memory grew per proof (a leak) or spiked once (SRS load);
-the shape over time with the proofs marked does. Uses matplotlib's object API on the Agg canvas (no
-pyplot global state, no display), so it is safe from any thread and on headless CI runners.
+the shape over time with the proofs marked does. A concurrency sweep is drawn as throughput (with
+its 95% intervals) and median latency against the proofs in flight, its knee marked. Uses
+matplotlib's object API on the Agg canvas (no pyplot global state, no display), so it is safe from
+any thread and on headless CI runners.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .memory import MemoryReport
+from .scenarios.records import ScenarioFigures, SweepFigures
 from .wire.units import MIB
 
 if TYPE_CHECKING:
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from .figures import Figures
     from .runner import CaseResult
 
-__all__ = ["Plotter", "memory_figure", "plot_memory"]
+__all__ = ["Plotter", "memory_figure", "plot_memory", "plot_sweep", "sweep_figure"]
 
 _MAX_MARK_LABELS = 20  # beyond this, labels overlap into noise: draw the lines only
 
@@ -46,6 +49,57 @@ def plot_memory(report: MemoryReport, path: Path, title: str) -> Path:
     """Write the report's RSS and VRAM series as a PNG at `path` (parents created); returns `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     memory_figure(report, title).savefig(path, format="png", dpi=100)
+    return path
+
+
+def sweep_figure(record: SweepFigures) -> Figure:
+    """Throughput and p50 latency against the proofs in flight, the knee marked."""
+    fig = Figure(figsize=(8, 4.5), layout="constrained")
+    ax = fig.subplots()
+    x = [p.in_flight for p in record.curve]
+    y = [p.throughput_proofs_per_hour for p in record.curve]
+    cis = [p.throughput_proofs_per_hour_ci or (v, v) for p, v in zip(record.curve, y, strict=True)]
+    below, above = (
+        [v - lo for v, (lo, _) in zip(y, cis, strict=True)],
+        [hi - v for v, (_, hi) in zip(y, cis, strict=True)],
+    )
+    ax.errorbar(
+        x, y, yerr=[below, above], marker="o", capsize=3, color="tab:blue", label="throughput, 95% interval"
+    )
+    ax.set_xlabel("proofs in flight (batch size x concurrency)")
+    ax.set_ylabel("proofs per hour")
+    ax.set_xticks(x)
+    ax.set_ylim(0, max(max(y, default=0.0) * 1.15, 1.0))
+    ax.grid(alpha=0.3)
+    if record.knee_in_flight is not None:
+        ax.axvline(
+            record.knee_in_flight,
+            color="tab:red",
+            linestyle=":",
+            label=f"knee: {record.knee_in_flight} in flight",
+        )
+    latency = ax.twinx()
+    p50 = [p.latency_p50_s for p in record.curve]
+    latency.plot(
+        x,
+        [v if v is not None else float("nan") for v in p50],
+        marker="s",
+        linestyle="--",
+        color="tab:orange",
+        label="p50 latency",
+    )
+    latency.set_ylabel("p50 latency (s)")
+    latency.set_ylim(bottom=0)
+    handles = ax.get_legend_handles_labels()[0] + latency.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, loc="lower right", fontsize=8)
+    fig.suptitle(f"{record.test}: {record.kind} batch {record.batch_size}", fontsize=10)
+    return fig
+
+
+def plot_sweep(record: SweepFigures, path: Path) -> Path:
+    """Write the sweep's curve as a PNG at ``path`` (parents created); returns ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_figure(record).savefig(path, format="png", dpi=100)
     return path
 
 
@@ -125,7 +179,7 @@ def _draw_marks(ax: Axes, report: MemoryReport, labels: bool) -> None:
 
 
 class Plotter:
-    """The plots sink: one PNG per suite case in ``--cuzk-plots`` (registered when that is set)."""
+    """The plots sink: one PNG per suite case and sweep in ``--cuzk-plots`` (registered when that is set)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -135,3 +189,7 @@ class Plotter:
     ) -> None:
         if result.memory is not None:
             plot_memory(result.memory, self.directory / f"{item.name}.png", item.nodeid)
+
+    def pytest_cuzk_scenario_finished(self, item: pytest.Item, case: Case, figures: ScenarioFigures) -> None:
+        if isinstance(figures, SweepFigures) and figures.curve:
+            plot_sweep(figures, self.directory / f"{item.name}.png")

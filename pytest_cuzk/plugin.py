@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .figures import Figures
     from .handles import CuzkData, DaemonInfo
     from .runner import CaseResult
+    from .scenarios.execution import ScenarioExecution
     from .session import CuzkSession
     from .settings import Settings
 
@@ -165,7 +166,21 @@ def cuzk_run(
     """Run a suite case against its daemon: proofs in waves, memory sampled, sinks fed, gates applied."""
     from .handles import case_runner
 
-    benchmark = (
-        request.getfixturevalue("benchmark") if request.config.pluginmanager.hasplugin("benchmark") else None
-    )
-    return case_runner(cuzk_session, cuzk_target, request.node, benchmark)
+    return case_runner(cuzk_session, cuzk_target, request.node, _benchmark(request))
+
+
+@pytest.fixture
+def cuzk_scenario(
+    cuzk_session: CuzkSession, cuzk_target: DaemonBackend, request: pytest.FixtureRequest
+) -> ScenarioExecution:
+    """Run a load scenario of the case against its daemon: ``.server(case)``, ``.priority``, ``.sweep``."""
+    from .handles import scenario_runner
+
+    return scenario_runner(cuzk_session, cuzk_target, request.node, _benchmark(request))
+
+
+def _benchmark(request: pytest.FixtureRequest) -> Any | None:
+    """pytest-benchmark's fixture, where it is installed: each wave (a scenario) is one of its rounds."""
+    if not request.config.pluginmanager.hasplugin("benchmark"):
+        return None
+    return request.getfixturevalue("benchmark")

@@ -3,11 +3,12 @@
 Each case's row gives its latency percentiles and its throughput with the 95% interval's half
 width; below the table, why a figure is n/a, how each case was measured (proofs, windows,
 whether it stabilised, the plugin's own share) and, on hosts with several GPUs, each GPU.
+Each load scenario gets one line with its headline figure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .figures import METRICS, Figures
@@ -16,9 +17,10 @@ from .wire.units import format_bytes
 
 if TYPE_CHECKING:
     from .ledger import MetricValues
+    from .scenarios.records import ScenarioFigures
     from .session import CuzkSession
 
-__all__ = ["header_lines", "metric_deltas", "summary_lines"]
+__all__ = ["header_lines", "metric_deltas", "scenario_lines", "summary_lines"]
 
 _SUMMARY_METRICS = ("p50", "p90", "p99", "throughput", "rss_peak", "vram_peak")
 _NA_LABELS = {
@@ -132,6 +134,13 @@ def gpu_lines(f: Figures) -> list[str]:
     return [f"  GPU {g.index} {g.name}: {g.describe()}" for g in gpus]
 
 
+def scenario_lines(scenarios: Sequence[ScenarioFigures]) -> list[str]:
+    """Each load scenario's headline figure, on one line under its test."""
+    if not scenarios:
+        return []
+    return ["load scenarios:", *(f"  {f.test}: {f.headline()}" for f in scenarios)]
+
+
 def _measured_lines(session: CuzkSession) -> list[str]:
     """What was measured, on what: each daemon's build and place, this host, and where the outputs went."""
     from .hostinfo import host_info
@@ -149,7 +158,7 @@ def _measured_lines(session: CuzkSession) -> list[str]:
     lines.append(f"host {h.hostname}: {cpu}; GPUs: {gpus}{driver}")
     s, root = session.settings, session.workspace.root
     if s.plots:
-        lines.append(f"memory plots: {s.plots}")
+        lines.append(f"plots (memory, sweeps): {s.plots}")
     if session.workspace.keep and root is not None:
         lines.append(f"daemon configs and logs kept in {root} (a test failed)")
     return lines
@@ -176,7 +185,8 @@ def summary_lines(session: CuzkSession) -> list[str]:
     # First what did not run or failed as a known bug: a reader must not take a short table for a full one
     lines = _listed("DID NOT RUN", session.not_run) + _listed("KNOWN ENGINE BUG (xfail)", session.known)
     lines += _measured_lines(session)
-    lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
+    if rows or not session.scenarios:
+        lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
     lines += na_lines(session.rows)
     for f in session.rows:
         lines.append(measurement_line(f))
@@ -184,6 +194,7 @@ def summary_lines(session: CuzkSession) -> list[str]:
             peak = format_bytes(f.status_memory_peak_bytes)
             lines.append(f"  the daemon's /status: memory budget used at peak {peak}")
         lines += gpu_lines(f)
+    lines += scenario_lines(session.scenarios)
     lines += _cold_lines(session.colds.values())
     lines += [f"data: {n}" for data in session.data_sets() for n in data.notes]
     lines += [f"note: {n}" for n in [*session.notes, *session.ledger.restarts_seen]]

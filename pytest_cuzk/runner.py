@@ -5,6 +5,10 @@ at once, so batches really form. ``run_wave`` is the timed part: submit every re
 beforehand), await every answer, watch the daemon for a death or a hang. ``check_wave``, after
 it, checks and verifies each answer, so the plugin's own work never counts as the daemon's.
 ``CaseResult`` holds every proof and wave of a case; ``measure`` decides how many waves run.
+
+An open-loop wave (the load scenarios) gives each request the time it is due instead: it is
+sent then, and its latency counts from then, not from when it was sent, so a late send (a busy
+client) never hides a slow daemon (no coordinated omission).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from .proto import pb
 from .statuspoll import StatusMemory
 from .wire.kinds import ProofKindInfo
 
-__all__ = ["CaseResult", "ProofRecord", "Runner", "Wave", "check_wave", "run_wave"]
+__all__ = ["CaseResult", "ProofRecord", "Runner", "Wave", "await_one", "check_wave", "run_wave"]
 
 _DEATH_POLL_S = 0.2
 _REASON_NUMBERS = re.compile(r"\d+\.\d+(?=s\b)")  # the seconds waited differ per proof
@@ -57,6 +61,7 @@ class ProofRecord:
     proof_len: int = 0
     timed_out: bool = False
     answered_at: float = 0.0  # monotonic time the answer arrived
+    send_lag_s: float = 0.0  # how late it was sent after it was due (open-loop waves)
 
 
 @dataclass
@@ -68,6 +73,14 @@ class Wave:
     answers: list[ProofResult | None] = field(default_factory=list)
     seconds: float = 0.0  # first submit to last answer
     window: int = 0
+    offsets: list[float] | None = None  # open loop: each request is due this long after the wave starts
+    late_s: float | None = None  # open loop: an answer later than this after its due time is late
+    late_allowed: int = 0  # once more are late (or failed), the rest of the schedule is not sent
+
+    def late(self) -> int:
+        """Answers so far that failed or came more than ``late_s`` after they were due."""
+        bound = self.late_s if self.late_s is not None else float("inf")
+        return sum(1 for r in self.records if not r.ok or r.wall_s > bound)
 
 
 @dataclass
@@ -123,6 +136,14 @@ class Runner:
     def death(self, what: str) -> DaemonExited:
         return DaemonExited(f"daemon died during {what}: {self.backend.death_message(self.rss_peak())}")
 
+    def watch(self, what: str) -> None:
+        """Between polls: show progress, and raise at once if the daemon died or its process is stopped."""
+        self.tick()
+        if not self.backend.alive():
+            raise self.death(what)
+        if stuck := self.backend.stuck():
+            raise DaemonHung(f"daemon hung: {stuck} during {what}")
+
     def hung_if_silent(self, what: str, cause: BaseException | None = None) -> None:
         """After a call or a proof timed out: raise DaemonHung when the daemon answers nothing at all."""
         seen = self.backend.health(self.probe_timeout_s)
@@ -130,11 +151,15 @@ class Runner:
             raise DaemonHung(f"daemon hung: {seen} during {what}") from cause
 
 
-def _await_one(
+def await_one(
     runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, t0: float
 ) -> tuple[ProofRecord, ProofResult | None]:
-    """Await one submitted proof; cancel it on timeout. Checking the answer comes after the wave."""
+    """Await one submitted proof, its latency counted from ``t0``; cancel it on timeout.
+
+    Checking the answer comes after the wave.
+    """
     job = req.request_id
+    lag = max(0.0, time.monotonic() - t0)  # it is awaited once it is sent
     try:
         res: ProofResult = runner.client.await_proof(job, timeout_s=runner.proof_timeout_s)
     except ProofTimeout:
@@ -146,13 +171,17 @@ def _await_one(
         except CuzkError as exc:
             cancelled = f"CancelProof failed: {exc}"
         error = f"{kind.name} proof {job} timed out after {elapsed:.1f}s ({cancelled})"
-        return ProofRecord(job, False, elapsed, error, timed_out=True, answered_at=time.monotonic()), None
+        answered = time.monotonic()
+        record = ProofRecord(job, False, elapsed, error, timed_out=True, answered_at=answered, send_lag_s=lag)
+        return record, None
     done = time.monotonic()
     if not res.completed:
         error = f"{res.status_name}: {res.error_message or '(no error message)'}"
-        return ProofRecord(job, False, done - t0, error, answered_at=done), None
+        return ProofRecord(job, False, done - t0, error, answered_at=done, send_lag_s=lag), None
     timings = (res.queue_wait_ms, res.synthesis_ms, res.gpu_compute_ms, res.total_ms)
-    return ProofRecord(job, True, done - t0, "", *timings, len(res.proof), answered_at=done), res
+    return ProofRecord(
+        job, True, done - t0, "", *timings, len(res.proof), answered_at=done, send_lag_s=lag
+    ), res
 
 
 def _check(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, res: ProofResult) -> str:
@@ -191,36 +220,69 @@ def _wave_name(kind: ProofKindInfo, requests: list[pb.SubmitProofRequest]) -> st
     return f"a wave of {len(ids)} {kind.name} proofs (jobs {ids[0]} to {ids[-1]})"
 
 
-def run_wave(runner: Runner, kind: ProofKindInfo, wave: Wave) -> Wave:
-    """Submit the wave's requests at once and await all; fail within a poll interval of a death or a hang.
+_Answer = Future[tuple[ProofRecord, ProofResult | None]]
 
-    If the wait is interrupted (pytest-timeout, Ctrl-C, the daemon's death), the
-    outstanding jobs are cancelled and the channel closed, so no thread is left
-    blocked on an AwaitProof. A proof that times out on a daemon that answers nothing
-    at all (not even GetStatus) is a hang, not a slow proof.
+
+def _late_so_far(wave: Wave, sent: list[tuple[float, _Answer]]) -> int:
+    """Proofs of an open-loop wave already known late: answered late or failed, or unanswered past it."""
+    if wave.late_s is None:
+        return 0
+    now, late = time.monotonic(), 0
+    for due, fut in sent:
+        if not fut.done():
+            late += now - due > wave.late_s
+            continue
+        rec = fut.result()[0]
+        late += not rec.ok or rec.wall_s > wave.late_s
+    return late
+
+
+def _send(
+    runner: Runner, wave: Wave, pool: ThreadPoolExecutor, what: str, kind: ProofKindInfo
+) -> list[_Answer]:
+    """Submit the wave's requests, at once or each when it is due; return the awaits in flight.
+
+    An open-loop wave stops sending once more than ``late_allowed`` proofs are known late: its
+    outcome is decided, and the requests not sent are dropped from the wave.
+    """
+    start = time.monotonic()
+    sent: list[tuple[float, _Answer]] = []
+    for i, req in enumerate(wave.requests):
+        due = start + wave.offsets[i] if wave.offsets is not None else time.monotonic()
+        while (left := due - time.monotonic()) > 0:
+            time.sleep(min(left, _DEATH_POLL_S))
+            runner.watch(what)
+        if _late_so_far(wave, sent) > wave.late_allowed:
+            del wave.requests[i:]
+            break
+        try:
+            runner.client.submit(req)
+        except DeadlineExceeded as exc:
+            runner.hung_if_silent(f"SubmitProof of {what}", exc)
+            raise
+        sent.append((due, pool.submit(await_one, runner, kind, req, due)))
+    return [fut for _, fut in sent]
+
+
+def run_wave(runner: Runner, kind: ProofKindInfo, wave: Wave) -> Wave:
+    """Submit the wave's requests (at once, or each when due) and await all.
+
+    Fails within a poll interval of a death or a hang. If the wait is interrupted
+    (pytest-timeout, Ctrl-C, the daemon's death), the outstanding jobs are cancelled and
+    the channel closed, so no thread is left blocked on an AwaitProof. A proof that times
+    out on a daemon that answers nothing at all (not even GetStatus) is a hang, not a slow proof.
     """
     requests = wave.requests
     pool = ThreadPoolExecutor(max_workers=len(requests), thread_name_prefix="cuzk-await")
-    futures: list[Future[tuple[ProofRecord, ProofResult | None]]] = []
+    futures: list[_Answer] = []
     what = _wave_name(kind, requests)
     start = time.monotonic()
     try:
-        for req in requests:
-            t0 = time.monotonic()
-            try:
-                runner.client.submit(req)
-            except DeadlineExceeded as exc:
-                runner.hung_if_silent(f"SubmitProof of {what}", exc)
-                raise
-            futures.append(pool.submit(_await_one, runner, kind, req, t0))
+        futures = _send(runner, wave, pool, what, kind)
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=_DEATH_POLL_S, return_when=FIRST_COMPLETED)
-            runner.tick()
-            if not runner.backend.alive():
-                raise runner.death(what)
-            if stuck := runner.backend.stuck():
-                raise DaemonHung(f"daemon hung: {stuck} during {what}")
+            runner.watch(what)
         answered = [f.result() for f in futures]
         wave.records = [rec for rec, _ in answered]
         wave.answers = [res for _, res in answered]

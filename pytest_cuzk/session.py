@@ -29,13 +29,15 @@ if TYPE_CHECKING:
     from .ledger import MetricLedger
     from .progress import StatusLine
     from .readiness import Readiness
+    from .scenarios.records import ScenarioFigures
     from .settings import Settings
     from .testdata import TestData
     from .wire.kinds import ProofKindInfo
 
-__all__ = ["FIGURES_KEY", "LOG_MARK_KEY", "CuzkSession"]
+__all__ = ["FIGURES_KEY", "LOG_MARK_KEY", "SCENARIO_KEY", "CuzkSession"]
 
 FIGURES_KEY = pytest.StashKey["Figures"]()
+SCENARIO_KEY = pytest.StashKey["ScenarioFigures"]()
 LOG_MARK_KEY = pytest.StashKey["tuple[DaemonBackend, object, int]"]()
 
 
@@ -50,6 +52,7 @@ class CuzkSession:
         self.workspace = Workspace()
         self.selected_kinds: set[str] | None = None  # None: every kind
         self.rows: list[Figures] = []
+        self.scenarios: list[ScenarioFigures] = []
         self.colds: dict[str, dict[str, Any]] = {}
         self.notes: list[str] = []
         self.not_run: list[tuple[str, str]] = []  # (nodeid, why) of cuzk tests whose setup failed or skipped
@@ -162,7 +165,7 @@ class CuzkSession:
 
                 choice = self.choice
                 labels = [b.label for b in choice.backends]
-                params = case_params(labels, choice.attached, self.settings, name == "cuzk_kind")
+                params = case_params(labels, choice.attached, self.settings, name)
                 metafunc.parametrize(name, params)
 
     @pytest.hookimpl(trylast=True)
@@ -191,7 +194,8 @@ class CuzkSession:
         from .cases import item_case
         from .wire.kinds import by_name
 
-        kinds = {c.kind.name for c in (item_case(i) for i in session.items) if c is not None}
+        cases = [c for c in (item_case(i) for i in session.items) if c is not None]
+        kinds = {k.name for c in cases for k in c.kinds}
         marked = (str(k) for i in session.items for m in i.iter_markers("cuzk_kinds") for k in m.args)
         kinds |= {by_name(k).name for k in marked if _kind_problem(k) is None}  # the rest stop the run
         if kinds:
@@ -246,6 +250,9 @@ class CuzkSession:
             figures = item.stash.get(FIGURES_KEY, None)
             if figures is not None:
                 report.user_properties.append(("cuzk_figures", figures.to_dict()))
+            scenario = item.stash.get(SCENARIO_KEY, None)
+            if scenario is not None:
+                report.user_properties.append(("cuzk_scenario", scenario.to_dict()))
         if report.when == "teardown":
             self.ledger.observe(backend)
         return report
@@ -279,8 +286,13 @@ class CuzkSession:
                 self.not_run.append((report.nodeid, str(value)))
             elif report.when != "call":
                 continue
-            elif name == "cuzk_figures" and isinstance(value, dict):
-                self.rows.append(Figures.from_dict(value))
+            elif name in ("cuzk_figures", "cuzk_scenario") and isinstance(value, dict):
+                if name == "cuzk_figures":
+                    self.rows.append(Figures.from_dict(value))
+                else:
+                    from .scenarios.records import scenario_from_dict
+
+                    self.scenarios.append(scenario_from_dict(value))
                 if getattr(report, "wasxfail", None):
                     self.known.append((report.nodeid, str(report.wasxfail)))
             elif name == "cuzk_cold" and isinstance(value, dict):
@@ -300,7 +312,7 @@ class CuzkSession:
             self.ledger.merge_wire(totals)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not (self.rows or self.colds or self.not_run):
+        if not (self.rows or self.scenarios or self.colds or self.not_run):
             return
         from .report import summary_lines
 

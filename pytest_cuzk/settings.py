@@ -22,6 +22,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from .options import OPTIONS, REF_PRESETS, option_value
+from .slo import Slo, parse_slo
 from .wire.kinds import KINDS, by_name
 from .wire.units import parse_size, parse_thresholds
 
@@ -77,6 +78,9 @@ class Settings:
     host_ids: dict[str, str] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
     results_db: str | None = None
+    slo: dict[str, Slo] = field(default_factory=dict)  # --cuzk-slo by kind; the engine's default elsewhere
+    scenario_budget: float = 60.0
+    background_in_flight: int = 9
 
     @property
     def call_timeout(self) -> float:
@@ -124,6 +128,13 @@ def _kind_map(text: str | None, where: str, parse: Any) -> dict[str, Any]:
         else:
             out.update({k: parse(part, where) for k in KINDS})
     return out
+
+
+def _slo(text: str, where: str) -> Slo:
+    try:
+        return parse_slo(text, where)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
 
 
 def _throughput(text: str, where: str) -> float:
@@ -356,4 +367,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         host_ids=_identities(*raw["host-id"], "ADDR=ID", len(attach)),
         status=_identities(*raw["status"], "ADDR=HOST:PORT", len(attach)),
         results_db=_results_db(results_db, raw["results-db"][1]) if results_db else None,
+        slo=_kind_map(raw["slo"][0], raw["slo"][1], _slo),
+        scenario_budget=_float(*raw["scenario-budget"]),
+        background_in_flight=_whole(*raw["background-in-flight"]),
     )

@@ -13,6 +13,7 @@ import psutil
 
 SUITE = Path(__file__).resolve().parents[1] / "pytest_cuzk" / "suite"
 PROVE_SOURCE = (SUITE / "test_prove.py").read_text()
+SCENARIOS_SOURCE = (SUITE / "test_scenarios.py").read_text()
 # Inner runs measure exactly two proofs a case unless a test asks for more (both flags: the
 # last of a repeated flag wins): the measurement plan is tested on its own, in seconds.
 QUICK_PLAN = ("--cuzk-proofs=2", "--cuzk-max-proofs=2")

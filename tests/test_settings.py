@@ -6,6 +6,7 @@ import pytest
 
 from pytest_cuzk.options import OPTIONS
 from pytest_cuzk.settings import resolve_settings
+from pytest_cuzk.slo import Slo
 from pytest_cuzk.wire.units import parse_size
 
 
@@ -51,6 +52,15 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         ),
         (["--cuzk-case-budget=0"], "Invalid number '0' from option --cuzk-case-budget: must be above 0"),
         (["--cuzk-stability=x"], "Invalid number 'x' from option --cuzk-stability"),
+        (
+            ["--cuzk-slo=winning:fast"],
+            "Invalid latency bound 'fast' from option --cuzk-slo: use seconds (10s), minutes (30m) or a "
+            "multiple of the kind's idle p50 (5x), above 0",
+        ),
+        (["--cuzk-slo=winning:0s"], "Invalid latency bound '0s' from option --cuzk-slo"),
+        (["--cuzk-slo=wining:10s"], "option --cuzk-slo: unknown proof kind 'wining'"),
+        (["--cuzk-scenario-budget=-1"], "Invalid number '-1' from option --cuzk-scenario-budget"),
+        (["--cuzk-background-in-flight=2.5"], "Invalid number 2.5 from option --cuzk-background-in-flight"),
     ],
 )
 def test_bad_values_name_their_source(pytester, args, message):
@@ -91,3 +101,21 @@ def test_parse_size_units():
     assert parse_size("1024", "x") == 1024
     with pytest.raises(ValueError, match=r"Invalid size 'lots' from memory\.total_budget"):
         parse_size("lots", "memory.total_budget")
+
+
+def test_latency_bounds_are_seconds_minutes_or_multiples_of_the_idle_p50(pytester):
+    s = resolve_settings(pytester.parseconfig("--cuzk-slo=12s,porep:30m,winning-post:4x"))
+    assert s.slo["wpost"] == Slo(seconds=12.0, source="option --cuzk-slo")
+    assert s.slo["porep"].bound(idle_p50_s=100.0) == 1800.0
+    winning = s.slo["winning"]
+    assert winning.bound(idle_p50_s=0.25) == 1.0
+    assert winning.describe(1.0) == "4x the idle p50 = 1.00 s (option --cuzk-slo)"
+    assert resolve_settings(pytester.parseconfig()).slo == {}, "the engine's own bounds apply"
+
+
+def test_a_bound_under_load_allows_for_the_background_proofs_ahead():
+    under_load = Slo(times_idle=1.0, background=3.0, source="the reference-engine default")
+    assert under_load.bound(idle_p50_s=0.1, background_p50_s=0.9) == pytest.approx(2.8)
+    assert under_load.describe(2.8) == (
+        "the idle p50 + 3 background proofs' idle p50 = 2.80 s (the reference-engine default)"
+    )

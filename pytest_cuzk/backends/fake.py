@@ -26,6 +26,7 @@ from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 from ..errors import DaemonExited
 from ..proto import pb, pb_grpc
 from ..records import HostRecord
+from ..slo import Slo
 from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, by_circuit, by_enum
 from ..wire.vanilla import write_vanilla_proofs
 from .protocol import (
@@ -205,6 +206,10 @@ class FakeProfile:
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
         return None
 
+    def slo(self, kind: ProofKindInfo, under: ProofKindInfo | None) -> Slo:
+        """Its proofs take the delay they are given, and nothing queues: a fixed bound."""
+        return Slo(seconds=5.0, source="the fake daemon's default")
+
 
 class FakeDaemon:
     """An in-process daemon; ``die_after`` stops its server after that many proofs, as a crash would."""
@@ -312,6 +317,6 @@ class FakeDaemon:
         )  # fmt: skip
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop(0)
-            self._server = None
+        server, self._server = self._server, None  # gone from the moment its socket may close
+        if server is not None:
+            server.stop(0)

@@ -14,10 +14,19 @@ from pathlib import Path
 
 from ..client import ProvingClient
 from ..errors import CuzkError
+from ..slo import Slo
 from ..wire.kinds import ProofKindInfo
 from .protocol import EngineProfile, Verifier
 
-__all__ = ["CUZK_KNOWN_ISSUES", "INFO_METRIC", "CuzkProfile", "KnownIssue", "detect_profile", "known_issue"]
+__all__ = [
+    "CUZK_KNOWN_ISSUES",
+    "CUZK_SLO_S",
+    "INFO_METRIC",
+    "CuzkProfile",
+    "KnownIssue",
+    "detect_profile",
+    "known_issue",
+]
 
 INFO_METRIC = "cuzk_ref_info"
 
@@ -41,6 +50,14 @@ CUZK_KNOWN_ISSUES = (
         " prove SnapDeals with --cuzk-batch-sizes=1",
     ),
 )
+
+
+# A real cuzk's latency bounds, in seconds. PoRep and SnapDeals: Curio's [Cuzk] ProveTimeout (30 min),
+# after which Curio gives the proof up. WindowPoSt: a partition's proof may take 5 minutes of its 30-minute
+# deadline, leaving the rest for the deadline's other partitions and for the message to land on chain.
+# WinningPoSt: the block must be built and sent within its 30 s epoch, after Lotus's 6 s wait for the
+# parent blocks and with seconds left to assemble and propagate it: 10 s for the proof.
+CUZK_SLO_S = {"porep": 1800.0, "snap": 1800.0, "wpost": 300.0, "winning": 10.0}
 
 
 def known_issue(
@@ -78,6 +95,10 @@ class CuzkProfile:
 
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
         return known_issue(CUZK_KNOWN_ISSUES, kind, batch_size, errors)
+
+    def slo(self, kind: ProofKindInfo, under: ProofKindInfo | None) -> Slo:
+        """Seconds that matter on chain, under load or not (``CUZK_SLO_S``)."""
+        return Slo(seconds=CUZK_SLO_S[kind.name], source="the cuzk default")
 
 
 def detect_profile(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..progress import StatusLine
     from ..proto import pb
     from ..records import HostRecord
+    from ..slo import Slo
 
 __all__ = [
     "BackendState",
@@ -127,6 +128,9 @@ class EngineProfile(Protocol):
 
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
         """Why these failures are a known bug of the engine (the case is expected to fail); else None."""
+
+    def slo(self, kind: ProofKindInfo, under: ProofKindInfo | None) -> Slo:
+        """The latency bound of ``kind`` where ``--cuzk-slo`` names none: alone, or under ``under``'s load."""
 
 
 class Prepare(Protocol):

@@ -16,6 +16,7 @@ from filelock import FileLock
 
 from .. import __version__
 from ..proto import pb
+from ..slo import Slo
 from ..wire.kinds import ProofKindInfo
 from .process import daemon_config
 from .profiles import CUZK_KNOWN_ISSUES, known_issue
@@ -25,6 +26,12 @@ from .spawned import SpawnedDaemon
 __all__ = ["RefProfile", "ReferenceEngine"]
 
 BATCH_WAIT_MS = 2000  # a partial batch waits this long (cuzk's default is 10 s)
+# Its latency bounds, relative to what it measures idle on this host: alone, 5 times the kind's idle p50;
+# under load, the PoSt's idle p50 plus 4 background proofs. With priorities honoured a PoSt waits for the
+# work already started (the proof being proved and the one synthesised next: two), each slower than idle
+# while they share the CPUs, so four; ignoring priorities, for every proof queued before it.
+REF_SLO = Slo(times_idle=5.0, source="the reference-engine default")
+REF_SLO_UNDER_LOAD = Slo(times_idle=1.0, background=4.0, source="the reference-engine default")
 
 
 class RefProfile:
@@ -85,6 +92,10 @@ class RefProfile:
         if self.behave == "protocol":
             return None
         return known_issue(CUZK_KNOWN_ISSUES, kind, batch_size, errors)
+
+    def slo(self, kind: ProofKindInfo, under: ProofKindInfo | None) -> Slo:
+        """Relative to its idle latency on this host (``REF_SLO``, ``REF_SLO_UNDER_LOAD``)."""
+        return REF_SLO if under is None else REF_SLO_UNDER_LOAD
 
 
 class ReferenceEngine(SpawnedDaemon):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support import PROVE_SOURCE
+from support import PROVE_SOURCE, SCENARIOS_SOURCE
 
 from pytest_cuzk.cases import Case, case_params
 from pytest_cuzk.settings import resolve_settings
@@ -47,10 +47,12 @@ def test_several_daemons_put_their_label_first_and_group_by_daemon(fake_run):
 
 def test_attached_cases_say_so_in_their_id(pytester):
     settings = resolve_settings(pytester.parseconfig("--cuzk-batch-sizes=1"))
-    ids = [p.id for p in case_params(["local"], True, settings, per_kind=False)]
+    ids = [p.id for p in case_params(["local"], True, settings, "cuzk_case")]
     assert ids == [f"{k}-batch1-j1-attached" for k in KINDS]
-    per_kind = [p.id for p in case_params(["a", "b"], True, settings, per_kind=True)]
+    per_kind = [p.id for p in case_params(["a", "b"], True, settings, "cuzk_kind")]
     assert per_kind == [f"{label}-{k}" for label in "ab" for k in KINDS]
+    under = [p.id for p in case_params(["local"], True, settings, "cuzk_priority_case")]
+    assert under[0] == "wpost-under-porep-attached"
 
 
 def test_case_in_flight_is_batch_times_concurrency():
@@ -63,3 +65,23 @@ def test_running_the_matrix_restarts_the_daemon_once_per_batch_size(fake_run):
     result.assert_outcomes(passed=4)
     assert daemon.starts == [1, 2]
     assert result.stdout.str().count("cold start [") == 2
+
+
+def test_the_load_scenarios_have_ids_that_select_by_kind(fake_run):
+    result, _ = fake_run({"test_load": SCENARIOS_SOURCE}, *COLLECT, "-k", "porep")
+    ids = [line.split("::")[1] for line in result.outlines if "::test_" in line]
+    assert ids == [
+        "test_server[porep-batch1]",
+        "test_priority[wpost-under-porep]",
+        "test_priority[winning-under-porep]",
+        "test_sweep[porep-batch1]",
+        "test_server[porep-batch2]",
+        "test_sweep[porep-batch2]",
+    ], "PoSt under PoRep load, the sweep for the throughput kinds only; grouped by batch size"
+    result, _ = fake_run({}, *COLLECT, "-k", "winning")
+    ids = [line.split("::")[1] for line in result.outlines if "::test_" in line]
+    assert ids == [
+        "test_server[winning-batch1]",
+        "test_priority[winning-under-porep]",
+        "test_priority[winning-under-snap]",
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from support import PROVE_SOURCE, QUICK_PLAN
+from support import PROVE_SOURCE, QUICK_PLAN, SCENARIOS_SOURCE
 
 FAKE_PER_WORKER = """
 import os
@@ -31,3 +31,18 @@ def test_workers_figures_and_counters_reach_one_summary(pytester, monkeypatch):
     # 2 workers x (2 kinds x (1 warm-up + 2 proofs per case) x 2 files / 2 workers)
     assert re.search(r"^  cuzk_proofs_completed_total: \+12$", summary, re.M), summary
     assert summary.count("cold start [local batch 1]") == 2, "one cold start per worker's daemon"
+
+
+def test_each_worker_runs_its_scenarios_on_its_own_daemon_and_one_summary_says_them(pytester, monkeypatch):
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeconftest(FAKE_PER_WORKER)
+    pytester.makepyfile(test_load=SCENARIOS_SOURCE)
+    bounds = ("--cuzk-proofs=3", "--cuzk-max-proofs=60", "--cuzk-scenario-budget=1")
+    args = ("-n", "2", "-k", "test_server and (winning or wpost)", "--cuzk-batch-sizes=1", *bounds)
+    result = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider", timeout=120)
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    summary = out[out.index("cuzk proving summary") :]
+    assert len(re.findall(r"^  test_server\[(winning|wpost)-batch1\]: max sustainable ", summary, re.M)) == 2
+    assert summary.count("cold start [local batch 1]") == 2, "one daemon per worker"
