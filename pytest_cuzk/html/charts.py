@@ -21,6 +21,7 @@ from ..backends.protocol import ColdStart
 from ..figures import Samples
 from ..memory import MemoryReport
 from ..plots import memory_figure
+from ..scenarios.records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 
 __all__ = [
     "cold_timeline",
@@ -28,6 +29,7 @@ __all__ = [
     "latency_chart",
     "memory_chart",
     "ranking_chart",
+    "scenario_chart",
     "svg",
     "windows_chart",
 ]
@@ -113,6 +115,51 @@ def windows_chart(samples: Samples, complete: int, chart_id: str) -> Markup | No
                alpha=0.35 if done else 1.0, label=label)  # fmt: skip
     ax.set(xlabel="measurement window", ylabel="proofs/h")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=8))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    ax.grid(alpha=0.3)
+    return svg(fig, chart_id)
+
+
+def scenario_chart(record: ScenarioFigures, chart_id: str) -> Markup | None:
+    """A load scenario's curve: the rates tried, the concurrency sweep, or PoSt latency under load."""
+    fig = Figure(figsize=(CHART_WIDTH_IN, 2.8), layout="constrained")
+    ax = fig.subplots()
+    if isinstance(record, ServerFigures) and record.rates:
+        for step in record.rates:
+            tail = step.latency_p99_s if step.latency_p99_s is not None else step.latency_max_s
+            if tail is not None:
+                mark, colour = ("o", GREEN) if step.held else ("x", RED)
+                ax.plot(step.rate_per_hour, tail, mark, color=colour, markersize=7)
+        ax.axhline(record.slo_s, color=GREY, linestyle="--", label=f"bound {record.slo_s:.3g} s")
+        if record.max_sustainable_rate_per_hour is not None:
+            ax.axvline(
+                record.max_sustainable_rate_per_hour, color=BLUE, linestyle=":", label="max sustainable"
+            )
+        ax.plot([], [], "o", color=GREEN, label="held")
+        ax.plot([], [], "x", color=RED, label="missed")
+        ax.set(xlabel="arrival rate (proofs/h)", ylabel="tail latency (s)")
+    elif isinstance(record, SweepFigures) and record.curve:
+        xs = [p.in_flight for p in record.curve]
+        ys = [p.throughput_proofs_per_hour for p in record.curve]
+        ax.plot(xs, ys, "o-", color=BLUE, label="throughput")
+        for p in record.curve:
+            if p.throughput_proofs_per_hour_ci is not None:
+                ax.vlines(p.in_flight, *p.throughput_proofs_per_hour_ci, color=BLUE, alpha=0.5)
+        if record.knee_in_flight is not None:
+            ax.axvline(
+                record.knee_in_flight, color=AMBER, linestyle="--", label=f"knee {record.knee_in_flight}"
+            )
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(xlabel="proofs in flight", ylabel="proofs/h")
+    elif isinstance(record, PriorityFigures) and record.latencies_s:
+        ax.plot(range(1, len(record.latencies_s) + 1), record.latencies_s, "o", color=BLUE, markersize=4,
+                label=f"{record.kind} under {record.background_kind} load")  # fmt: skip
+        if record.idle_latency_p50_s is not None:
+            ax.axhline(record.idle_latency_p50_s, color=GREEN, linestyle=":", label="idle p50")
+        ax.axhline(record.slo_s, color=RED, linestyle="--", label=f"bound {record.slo_s:.3g} s")
+        ax.set(xlabel="PoSt proof #", ylabel="latency (s)")
+    else:
+        return None
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     ax.grid(alpha=0.3)
     return svg(fig, chart_id)
