@@ -32,7 +32,7 @@ class ProofKindInfo:
     registered_proof: int
     partitions: int
     batchable: bool
-    default_priority: int
+    default_priority: int  # cuzk's for priority 0, and what Curio sends: test_priority sends it
     status_name: str
     metric_label: str
 

@@ -100,3 +100,13 @@ def test_a_daemon_that_hangs_mid_scenario_is_killed_as_hung(fake_run):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*daemon hung: the fake is frozen during porep proof job *"])
     assert daemon.state.restarts[0].startswith("restarted: daemon hung"), "no next test gets it as it is"
+
+
+def test_a_proof_past_the_proof_timeout_ends_the_scenario_and_takes_the_daemon_out(fake_run):
+    hang = {"winning": FakeBehaviour(hang=True)}
+    args = ("-k", "test_server and winning", *BOUNDED, "--cuzk-skip-warmup", "--cuzk-proof-timeout=0.5")
+    result, (daemon,) = fake_run(FILES, *args, behaviour=hang)
+    result.assert_outcomes(failed=1)
+    said = "*1 of 1 winning proofs failed: 1x winning proof * timed out after *s (CancelProof sent*"
+    result.stdout.fnmatch_lines([said])
+    assert daemon.state.restarts == ["restarted: a proof timed out in test_server[winning-batch1]"]
