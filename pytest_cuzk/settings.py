@@ -73,6 +73,7 @@ class Settings:
     plots: Path | None = None
     html: Path | None = None
     allow_missing: bool = False
+    scenarios: bool = False  # run the suite's load scenarios without naming them
     requested: bool = False  # a --cuzk-* option, PYTEST_CUZK_* variable or cuzk_* ini key is set
     labels: dict[str, str] = field(default_factory=dict)
     host_ids: dict[str, str] = field(default_factory=dict)
@@ -340,6 +341,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         download_stall=_float(*raw["download-stall"]),
         download_timeout=_float(*raw["download-timeout"]),
         allow_missing=bool(raw["allow-missing"][0]),
+        scenarios=bool(raw["scenarios"][0]),
         requested=any(not where.startswith("default of") for _, where in raw.values()),
         skip_warmup=bool(raw["skip-warmup"][0]),
         lowmem_warmup=lowmem,
