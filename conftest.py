@@ -2,7 +2,7 @@
 
 The benchmarks under ``tests/benchmarks`` measure and print figures (and check the targets
 they state); they take minutes, so ``pytest tests`` leaves them out unless ``--figures`` is given.
-The packaged suite (``tests/suite``, what ``pytest`` runs from the repository root) is run by
+The packaged suite (``pytest_cuzk/suite``, what ``pytest`` runs from the repository root) is run by
 ``tests/test_suite_runs.py`` against both personalities of cuzk-ref, so ``pytest tests`` does not
 also run it against whatever ``--cuzk-daemon=auto`` finds.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).parent / "tests" / "benchmarks"
-SUITE = Path(__file__).parent / "tests" / "suite"
+SUITE = Path(__file__).parent / "pytest_cuzk" / "suite"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -27,7 +27,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     own_tests = [item for item in items if SUITE not in item.path.parents]
-    # Only when the plugin's own tests run: `pytest tests/suite` (or `pytest`) runs the suite itself.
+    # Only when the plugin's own tests run: `pytest pytest_cuzk/suite` (or `pytest`) runs the suite itself.
     left_out = [item for item in items if SUITE in item.path.parents] if own_tests else []
     if not config.getoption("--figures"):
         left_out += [item for item in items if BENCHMARKS in item.path.parents]

@@ -27,7 +27,7 @@ __all__ = ["CuzkData", "DaemonInfo", "case_runner", "ready", "scenario_runner", 
 
 @dataclass(frozen=True)
 class DaemonInfo:
-    """The daemon a test talks to. ``pid`` is None for an attached daemon."""
+    """The daemon a test talks to. ``pid`` is None where no process can be sampled (a remote daemon)."""
 
     address: str
     pid: int | None

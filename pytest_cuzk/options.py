@@ -65,6 +65,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("download-timeout", "Seconds one data file's download may take in all", 3600.0, "float"),
     Option("skip-warmup", "Skip the warm-up proof and PCE wait before measuring", False, "bool"),
     Option(
+        "scenarios",
+        "Also run the suite's load scenarios (test_server, test_priority, test_sweep), which take minutes; "
+        "a -k expression or node id that names one of them runs it too",
+        False,
+        "bool",
+    ),
+    Option(
         "allow-missing",
         "Skip, instead of fail, the suite cases whose test data cannot be had (a CI gate should not)",
         False,

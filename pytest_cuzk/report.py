@@ -53,7 +53,7 @@ def header_lines(session: CuzkSession) -> list[str]:
     config = session.config
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
         lines.append("cuzk: pytest-benchmark disables itself under xdist; pytest-cuzk's own figures are kept")
-        if choice.mode != "attach":
+        if not choice.attached:
             lines.append(
                 "cuzk: each xdist worker spawns its own daemon, and they share this host's RAM and GPUs: "
                 "measure with -n 0"

@@ -7,7 +7,8 @@ shared PostgreSQL.
 
 Default location: ``$XDG_DATA_HOME/pytest-cuzk/results.db`` (``~/.local/share/pytest-cuzk/results.db``
 when unset; ``~/Library/Application Support`` on macOS, ``%LOCALAPPDATA%`` on Windows). A URL
-``postgresql://user@host/db`` selects PostgreSQL through psycopg 3; a bare path is a SQLite file.
+``postgresql://user@host/db`` selects PostgreSQL through psycopg 3 (``pip install
+'pytest-cuzk[postgresql]'``); a bare path is a SQLite file.
 
 Writes are short transactions: ``record_test`` writes one whole row when a test ends, so an
 interrupted run keeps every finished test and never a half-written one. Several pytest-xdist
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -67,6 +69,9 @@ def normalize_url(url: str | None) -> sa.URL:
         url = f"sqlite:///{Path(url).expanduser().resolve()}"
     parsed = sa.make_url(url)
     if parsed.drivername in ("postgresql", "postgres"):
+        if importlib.util.find_spec("psycopg") is None:  # an optional dependency: say how to get it
+            hint = "pip install 'pytest-cuzk[postgresql]'"
+            raise ValueError(f"results database URL {url!r} needs the psycopg driver: {hint}")
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise ValueError(f"results database URL {url!r}: use a sqlite:/// path or a postgresql:// URL")

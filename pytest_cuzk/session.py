@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FIGURES_KEY", "LOG_MARK_KEY", "SCENARIO_KEY", "CuzkSession"]
 
+_SCENARIO_TESTS = ("test_server", "test_priority", "test_sweep")  # the suite's load scenarios
+_SCENARIO_FILE = "test_scenarios.py"
+
 FIGURES_KEY = pytest.StashKey["Figures"]()
 SCENARIO_KEY = pytest.StashKey["ScenarioFigures"]()
 LOG_MARK_KEY = pytest.StashKey["tuple[DaemonBackend, object, int]"]()
@@ -165,7 +168,7 @@ class CuzkSession:
 
                 choice = self.choice
                 labels = [b.label for b in choice.backends]
-                params = case_params(labels, choice.mode == "attach", self.settings, name)
+                params = case_params(labels, choice.attached, self.settings, name)
                 metafunc.parametrize(name, params)
 
     @pytest.hookimpl(trylast=True)
@@ -185,7 +188,30 @@ class CuzkSession:
         ]
         if bad:  # a usage error, said as one (not an INTERNALERROR)
             pytest.exit("; ".join(bad), returncode=pytest.ExitCode.USAGE_ERROR)
+        if left_out := self._unasked_scenarios(items):
+            self.config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item not in left_out]
+            self.notes.append(
+                f"{len(left_out)} load scenario test(s) of the suite not run: they take minutes; pass "
+                "--cuzk-scenarios, or name them (-k test_server, test_priority or test_sweep)"
+            )
         order_items(items)
+
+    def _unasked_scenarios(self, items: list[pytest.Item]) -> list[pytest.Item]:
+        """The packaged suite's load scenarios, unless --cuzk-scenarios, -k or a node id asks for them."""
+        keyword = str(self.config.option.keyword or "")
+        args = [str(a) for a in self.config.args]
+        if self.settings.scenarios or any(
+            name in keyword or any(a.endswith(_SCENARIO_FILE) or f"::{name}" in a for a in args)
+            for name in _SCENARIO_TESTS
+        ):
+            return []
+        suite = Path(__file__).parent / "suite"
+        return [
+            item
+            for item in items
+            if getattr(item, "originalname", None) in _SCENARIO_TESTS and item.path == suite / _SCENARIO_FILE
+        ]
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Only the kinds the run selected (``-k porep``, ``cuzk_kinds`` markers) get preload and warm-up."""
@@ -204,7 +230,7 @@ class CuzkSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         """Under xdist, attached daemons are never shared: each worker takes one daemon's tests."""
-        if not self.asked or config.getvalue("dist") != "load" or self.choice.mode != "attach":
+        if not self.asked or config.getvalue("dist") != "load" or not self.choice.attached:
             return None
         from .fleet import DaemonScheduling
 
@@ -258,14 +284,16 @@ class CuzkSession:
         return report
 
     def _after_a_timeout(self, item: pytest.Item, backend: DaemonBackend, error: BaseException) -> None:
-        """A test's own call to the daemon timed out: a hung daemon, or a proof it cannot cancel.
+        """A test's call to the daemon timed out (or pytest-timeout stopped the test while it waited).
 
         Either way the daemon is not trusted with the next test: a hung one is killed (or,
         attached, taken out of the run), one still busy with the proof restarted likewise.
+        pytest-timeout's signal method fails the test with its message; its thread method ends pytest.
         """
         from .errors import DeadlineExceeded, ProofTimeout
 
-        if not isinstance(error, (ProofTimeout, DeadlineExceeded)) or not backend.alive():
+        stopped = isinstance(error, pytest.fail.Exception) and str(error).endswith("from pytest-timeout.")
+        if not (stopped or isinstance(error, (ProofTimeout, DeadlineExceeded))) or not backend.alive():
             return
         seen = backend.health(self.settings.probe_timeout)
         if seen is not None:

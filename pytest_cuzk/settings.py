@@ -73,6 +73,7 @@ class Settings:
     plots: Path | None = None
     html: Path | None = None
     allow_missing: bool = False
+    scenarios: bool = False  # run the suite's load scenarios without naming them
     requested: bool = False  # a --cuzk-* option, PYTEST_CUZK_* variable or cuzk_* ini key is set
     labels: dict[str, str] = field(default_factory=dict)
     host_ids: dict[str, str] = field(default_factory=dict)
@@ -238,7 +239,17 @@ def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
 def _results_db(value: Any, where: str) -> str:
     """``default``, a SQLAlchemy URL or a database file's path; a bare word is a typo, not a file name."""
     text = str(value).strip()
-    if text == "default" or "://" in text or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
+    if "://" in text:
+        from sqlalchemy.exc import ArgumentError
+
+        from .results import normalize_url
+
+        try:
+            normalize_url(text)
+        except (ValueError, ArgumentError) as exc:  # a driver it lacks; a URL SQLAlchemy cannot parse
+            raise pytest.UsageError(f"Invalid results database {text!r} from {where}: {exc}") from None
+        return text
+    if text == "default" or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
         return text
     raise pytest.UsageError(
         f"Invalid results database {text!r} from {where}: use default, a SQLAlchemy URL "
@@ -330,6 +341,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         download_stall=_float(*raw["download-stall"]),
         download_timeout=_float(*raw["download-timeout"]),
         allow_missing=bool(raw["allow-missing"][0]),
+        scenarios=bool(raw["scenarios"][0]),
         requested=any(not where.startswith("default of") for _, where in raw.values()),
         skip_warmup=bool(raw["skip-warmup"][0]),
         lowmem_warmup=lowmem,

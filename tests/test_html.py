@@ -32,6 +32,7 @@ def test_a_reference_engine_run_shows_its_build_and_memory_over_time(inner, tmp_
         "--cuzk-batch-sizes=1",
         "--cuzk-proofs=3",
         "--cuzk-max-proofs=3",
+        "--cuzk-window=0.01",  # a window per wave: three to draw
         f"--cuzk-html={page}",
     )
     result = inner({"test_prove": PROVE_SOURCE}, *args)
@@ -48,6 +49,10 @@ def test_a_reference_engine_run_shows_its_build_and_memory_over_time(inner, tmp_
     labels = {text(t) for t in chart.find_elements("tag name", "text")}
     assert {"wave 1", "wave 2", "wave 3"} <= labels and any(x.startswith("peak ") for x in labels)
     assert browser.one("figure[data-chart=latency] svg").size["height"] > 100
+    windows = browser.one("figure[data-chart=windows]")
+    assert {"complete window", "one wave", "measurement window"} <= {
+        text(t) for t in windows.find_elements("tag name", "text")
+    }, "the measurement windows are drawn"
     assert "winning" in browser.one("#cold-table").text
     browser.screenshot(tmp_path / "ref.png")
 
@@ -100,3 +105,10 @@ def test_the_ci_templates_upload_the_report_with_the_other_results(template: str
     assert flags <= {o.flag for o in OPTIONS}, "every flag the template passes exists"
     assert "--cuzk-html=results/report.html" in text and "--junitxml=results/junit.xml" in text
     assert re.search(r"path(s)?: \[?results/", text), "the folder holding them is uploaded"
+
+
+@pytest.mark.parametrize("template", ["github-gpu.yml", "gitlab-gpu.yml"])
+def test_the_ci_templates_install_the_released_plugin_not_the_repository_they_are_copied_into(template: str):
+    text = (Path(__file__).parent.parent / "ci" / template).read_text()
+    installs = re.findall(r"pip install (\S+)", text)
+    assert installs == ["pytest-cuzk"], installs

@@ -226,6 +226,18 @@ def test_urls_users_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         normalize_url("mysql://u@h/db")
 
 
+def test_a_postgresql_url_without_its_driver_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_cuzk.perf.cli import main
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as where only pytest-cuzk is installed
+    with pytest.raises(ValueError, match=r"pip install 'pytest-cuzk\[postgresql\]'"):
+        normalize_url("postgresql://u@127.0.0.1/db")
+    assert main(["hosts", "--db", "postgres://u@127.0.0.1/db"]) == 2
+    assert "needs the psycopg driver" in capsys.readouterr().err
+
+
 def test_concurrent_writers_from_two_processes(db_url: str) -> None:
     writers = [spawn_writer(db_url, label, 25) for label in ("w1", "w2")]
     for w in writers:

@@ -30,6 +30,11 @@ class DaemonChoice:
     reason: str
     backends: tuple[DaemonBackend, ...]
 
+    @property
+    def attached(self) -> bool:
+        """Daemons someone else runs: named in test ids and never shared by xdist workers."""
+        return self.mode == "attach"
+
 
 def find_binary(explicit: Path | None) -> Path | None:
     """The cuzk binary to spawn: the explicit one, else ``cuzk-daemon`` or ``cuzk`` on PATH."""

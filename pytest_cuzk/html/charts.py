@@ -18,10 +18,21 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from ..backends.protocol import ColdStart
+from ..figures import Samples
 from ..memory import MemoryReport
 from ..plots import memory_figure
+from ..scenarios.records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 
-__all__ = ["cold_timeline", "history_chart", "latency_chart", "memory_chart", "ranking_chart", "svg"]
+__all__ = [
+    "cold_timeline",
+    "history_chart",
+    "latency_chart",
+    "memory_chart",
+    "ranking_chart",
+    "scenario_chart",
+    "svg",
+    "windows_chart",
+]
 
 BLUE, GREEN, RED, AMBER, GREY = "#2563eb", "#16a34a", "#dc2626", "#d97706", "#6b7280"
 CHART_WIDTH_IN = 6.4  # a case's charts sit two abreast
@@ -79,6 +90,78 @@ def latency_chart(
     dots.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     for ax in axes:
         ax.grid(alpha=0.3)
+    return svg(fig, chart_id)
+
+
+def windows_chart(samples: Samples, complete: int, chart_id: str) -> Markup | None:
+    """Each wave's rate as a dot and each measurement window's throughput as a bar: how the case settled.
+
+    Windows numbered ``complete`` and above are the unfinished one the case stopped in.
+    """
+    if not samples.wave_window or len(samples.wave_window) != len(samples.wave_s):
+        return None
+    waves = [(w, s, n) for w, s, n in zip(samples.wave_window, samples.wave_s, samples.wave_size, strict=True)
+             if s > 0]  # fmt: skip
+    fig = Figure(figsize=(CHART_WIDTH_IN, 2.6), layout="constrained")
+    ax = fig.subplots()
+    ax.plot([w + 0.5 for w, _, _ in waves], [3600 * n / s for _, s, n in waves], ".", color=GREY, alpha=0.5,
+            markersize=4, label="one wave")  # fmt: skip
+    for window in sorted({w for w, _, _ in waves}):
+        mine = [(s, n) for w, s, n in waves if w == window]
+        rate = 3600 * sum(n for _, n in mine) / sum(s for s, _ in mine)
+        done = window < complete
+        label = ("complete window" if window == 0 else None) if done else "open window"
+        ax.bar(window + 0.5, rate, width=0.8, color=BLUE if done else "none", edgecolor=BLUE,
+               alpha=0.35 if done else 1.0, label=label)  # fmt: skip
+    ax.set(xlabel="measurement window", ylabel="proofs/h")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=8))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    ax.grid(alpha=0.3)
+    return svg(fig, chart_id)
+
+
+def scenario_chart(record: ScenarioFigures, chart_id: str) -> Markup | None:
+    """A load scenario's curve: the rates tried, the concurrency sweep, or PoSt latency under load."""
+    fig = Figure(figsize=(CHART_WIDTH_IN, 2.8), layout="constrained")
+    ax = fig.subplots()
+    if isinstance(record, ServerFigures) and record.rates:
+        for step in record.rates:
+            tail = step.latency_p99_s if step.latency_p99_s is not None else step.latency_max_s
+            if tail is not None:
+                mark, colour = ("o", GREEN) if step.held else ("x", RED)
+                ax.plot(step.rate_per_hour, tail, mark, color=colour, markersize=7)
+        ax.axhline(record.slo_s, color=GREY, linestyle="--", label=f"bound {record.slo_s:.3g} s")
+        if record.max_sustainable_rate_per_hour is not None:
+            ax.axvline(
+                record.max_sustainable_rate_per_hour, color=BLUE, linestyle=":", label="max sustainable"
+            )
+        ax.plot([], [], "o", color=GREEN, label="held")
+        ax.plot([], [], "x", color=RED, label="missed")
+        ax.set(xlabel="arrival rate (proofs/h)", ylabel="tail latency (s)")
+    elif isinstance(record, SweepFigures) and record.curve:
+        xs = [p.in_flight for p in record.curve]
+        ys = [p.throughput_proofs_per_hour for p in record.curve]
+        ax.plot(xs, ys, "o-", color=BLUE, label="throughput")
+        for p in record.curve:
+            if p.throughput_proofs_per_hour_ci is not None:
+                ax.vlines(p.in_flight, *p.throughput_proofs_per_hour_ci, color=BLUE, alpha=0.5)
+        if record.knee_in_flight is not None:
+            ax.axvline(
+                record.knee_in_flight, color=AMBER, linestyle="--", label=f"knee {record.knee_in_flight}"
+            )
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(xlabel="proofs in flight", ylabel="proofs/h")
+    elif isinstance(record, PriorityFigures) and record.latencies_s:
+        ax.plot(range(1, len(record.latencies_s) + 1), record.latencies_s, "o", color=BLUE, markersize=4,
+                label=f"{record.kind} under {record.background_kind} load")  # fmt: skip
+        if record.idle_latency_p50_s is not None:
+            ax.axhline(record.idle_latency_p50_s, color=GREEN, linestyle=":", label="idle p50")
+        ax.axhline(record.slo_s, color=RED, linestyle="--", label=f"bound {record.slo_s:.3g} s")
+        ax.set(xlabel="PoSt proof #", ylabel="latency (s)")
+    else:
+        return None
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    ax.grid(alpha=0.3)
     return svg(fig, chart_id)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ..figures import Figures
+from ..scenarios.records import ScenarioFigures, scenario_from_dict
 
 __all__ = ["CASE_PROPERTY", "PROOFS_PROPERTY", "Outcomes", "TestEntry"]
 
@@ -38,6 +39,7 @@ class TestEntry:
     log: str = ""
     case: dict[str, Any] | None = None  # label, kind, batch_size, concurrency
     figures: Figures | None = None
+    scenario: ScenarioFigures | None = None
     proofs: list[tuple[float, bool]] = field(default_factory=list)
 
     @property
@@ -80,6 +82,8 @@ class Outcomes:
                 entry.case = value
             elif name == "cuzk_figures" and isinstance(value, dict):
                 entry.figures = Figures.from_dict(value)
+            elif name == "cuzk_scenario" and isinstance(value, dict):
+                entry.scenario = scenario_from_dict(value)
             elif name == PROOFS_PROPERTY and isinstance(value, list):
                 entry.proofs = [(float(s), bool(ok)) for s, ok in value]
         category = self.config.hook.pytest_report_teststatus(report=report, config=self.config)[0]

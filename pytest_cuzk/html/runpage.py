@@ -18,8 +18,9 @@ from ..errors import CuzkError
 from ..figures import METRICS, Figures
 from ..hostinfo import host_info
 from ..ledger import series_name
+from ..measure import STABLE_WINDOWS
 from ..wire.units import format_bytes
-from .charts import cold_timeline, latency_chart, memory_chart
+from .charts import cold_timeline, latency_chart, memory_chart, scenario_chart, windows_chart
 from .outcomes import Outcomes, TestEntry
 from .render import show
 
@@ -64,7 +65,12 @@ def case_view(index: int, entry: TestEntry) -> dict[str, Any]:
     """One case's section: its headline figures, charts and details (what the case has of them)."""
     figures, chart = entry.figures, f"case{index}"
     view: dict[str, Any] = {"entry": entry, "anchor": f"case-{index}", "figures": figures, "headline": [],
-                            "memory_chart": None, "latency_chart": None, "details": []}  # fmt: skip
+                            "memory_chart": None, "latency_chart": None, "windows_chart": None,
+                            "scenario_chart": None, "scenario_headline": "", "stable_windows": STABLE_WINDOWS,
+                            "details": []}  # fmt: skip
+    if entry.scenario is not None:
+        view["scenario_chart"] = scenario_chart(entry.scenario, f"{chart}s")
+        view["scenario_headline"] = entry.scenario.headline()
     if entry.proofs:
         p50, p90 = (figures.latency_p50_s, figures.latency_p90_s) if figures else (None, None)
         view["latency_chart"] = latency_chart(entry.proofs, p50, p90, f"{chart}l")
@@ -72,6 +78,7 @@ def case_view(index: int, entry: TestEntry) -> dict[str, Any]:
         return view
     view["headline"] = [(METRICS[m].label, METRICS[m].show(METRICS[m].value(figures))) for m in _HEADLINE]
     view["details"] = details(figures)
+    view["windows_chart"] = windows_chart(figures.samples, figures.windows, f"{chart}w")
     if figures.memory is not None and figures.memory.series.t_s:
         view["memory_chart"] = memory_chart(figures.memory, f"{chart}m")
     return view
@@ -150,7 +157,8 @@ def run_page(
     """The run report's template context."""
     s, config = session.settings, session.config
     entries: Sequence[TestEntry] = outcomes.entries()
-    cases = [case_view(i, e) for i, e in enumerate(e for e in entries if e.figures is not None or e.proofs)]
+    shown = (e for e in entries if e.figures is not None or e.proofs or e.scenario is not None)
+    cases = [case_view(i, e) for i, e in enumerate(shown)]
     colds = _colds(session)
     mode, daemons = _daemons(session)
     counts = outcomes.counts()
@@ -170,7 +178,8 @@ def run_page(
         "gates": gates(s),
         "metrics": list(METRICS.values()),
         "cases_run": [e for e in entries if e.case is not None or e.figures is not None],
-        "others": [e for e in entries if e.case is None and e.figures is None],
+        "others": [e for e in entries if e.case is None and e.figures is None and e.scenario is None],
+        "scenarios": [e for e in entries if e.scenario is not None],
         "anchors": {c["entry"].nodeid: c["anchor"] for c in cases},
         "not_run": [e for e in entries if not e.ran],
         "collect_errors": outcomes.collect_errors,

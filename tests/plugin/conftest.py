@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy  # noqa: F401  (loaded once here: pytester's in-process runs cannot re-import it)
 import pytest
-import scipy.stats  # noqa: F401  (the same for the numpy.fft it loads)
+import scipy.stats  # noqa: F401  (and the numpy submodules it loads)
 from support import QUICK_PLAN
 
 from pytest_cuzk.backends.choice import DaemonChoice

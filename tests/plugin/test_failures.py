@@ -56,3 +56,22 @@ def test_a_users_own_call_that_times_out_takes_the_daemon_out_before_the_next_te
     result.assert_outcomes(failed=1, passed=1)
     assert daemon.starts == [1, 1], "the next test got a fresh daemon"
     assert any(said in r for r in daemon.state.restarts), daemon.state.restarts
+
+
+NEXT_TEST = """
+import pytest
+
+@pytest.mark.cuzk_kinds("wpost")
+def test_next(cuzk_ready, cuzk_client, cuzk_data):
+    assert cuzk_client.prove(cuzk_data.request("wpost"), timeout_s=5).completed
+"""
+
+
+def test_a_pytest_timeout_takes_the_daemon_out_before_the_next_test(fake_run):
+    files = {"test_prove": PROVE_SOURCE, "test_zz_next": NEXT_TEST}
+    args = ("-k", "winning or next", "--cuzk-batch-sizes=1", "--cuzk-skip-warmup", "--timeout=2")
+    result, (daemon,) = fake_run(files, *args, behaviour={"winning": FakeBehaviour(hang=True)})
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*Timeout (>2.0s) from pytest-timeout*"])
+    assert daemon.starts == [1, 1], "the next test got a fresh daemon"
+    assert any("timed out in test_prove[winning-batch1-j1]" in r for r in daemon.state.restarts)

@@ -42,7 +42,12 @@ def test_each_scenario_fills_extra_info_and_says_its_headline(fake_run, tmp_path
     assert [p["in_flight"] for p in sweep["curve"]] == list(range(1, len(sweep["curve"]) + 1))
     assert sweep["knee_in_flight"] in [p["in_flight"] for p in sweep["curve"]]
     assert (plots / "test_sweep[porep-batch1-attached].png").stat().st_size > 10_000
-    assert "test_priority[winning-under-porep-attached]" in html.read_text(), "the run report lists them"
+    page = html.read_text()
+    assert "test_priority[winning-under-porep-attached]" in page, "the run report lists them"
+    assert page.count('class="test scenario') == 3, "a row per scenario with its headline"
+    assert page.count('data-chart="scenario"') == 3, "each scenario's curve is drawn in the run report"
+    for label in ("arrival rate (proofs/h)", "proofs in flight", "PoSt proof #"):
+        assert f">{label}<" in page, f"the {label!r} axis"
     result.stdout.fnmatch_lines(
         [
             "load scenarios:",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from support import PROVE_SOURCE
@@ -43,6 +44,15 @@ def test_a_bad_option_is_a_usage_error_naming_it(pytester, args, says):
     result = _usage(pytester, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {says}"])
+
+
+def test_a_postgresql_results_db_without_its_driver_is_a_usage_error(pytester, monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as where only pytest-cuzk is installed
+    result = _usage(pytester, "--cuzk-results-db=postgresql://u@127.0.0.1/db")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: Invalid results database * from option --cuzk-results-db: *needs the psycopg driver*"]
+    )
 
 
 def test_a_baseline_that_is_not_benchmark_json_is_a_usage_error(pytester):
