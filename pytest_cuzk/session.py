@@ -201,10 +201,8 @@ class CuzkSession:
         """The packaged suite's load scenarios, unless --cuzk-scenarios, -k or a node id asks for them."""
         keyword = str(self.config.option.keyword or "")
         args = [str(a) for a in self.config.args]
-        if self.settings.scenarios or any(
-            name in keyword or any(a.endswith(_SCENARIO_FILE) or f"::{name}" in a for a in args)
-            for name in _SCENARIO_TESTS
-        ):
+        named = any(name in keyword or any(f"::{name}" in a for a in args) for name in _SCENARIO_TESTS)
+        if self.settings.scenarios or named or any(a.endswith(_SCENARIO_FILE) for a in args):
             return []
         suite = Path(__file__).parent / "suite"
         return [

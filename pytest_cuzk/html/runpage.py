@@ -18,7 +18,6 @@ from ..errors import CuzkError
 from ..figures import METRICS, Figures
 from ..hostinfo import host_info
 from ..ledger import series_name
-from ..measure import STABLE_WINDOWS
 from ..wire.units import format_bytes
 from .charts import cold_timeline, latency_chart, memory_chart, scenario_chart, windows_chart
 from .outcomes import Outcomes, TestEntry
@@ -66,8 +65,7 @@ def case_view(index: int, entry: TestEntry) -> dict[str, Any]:
     figures, chart = entry.figures, f"case{index}"
     view: dict[str, Any] = {"entry": entry, "anchor": f"case-{index}", "figures": figures, "headline": [],
                             "memory_chart": None, "latency_chart": None, "windows_chart": None,
-                            "scenario_chart": None, "scenario_headline": "", "stable_windows": STABLE_WINDOWS,
-                            "details": []}  # fmt: skip
+                            "scenario_chart": None, "scenario_headline": "", "details": []}  # fmt: skip
     if entry.scenario is not None:
         view["scenario_chart"] = scenario_chart(entry.scenario, f"{chart}s")
         view["scenario_headline"] = entry.scenario.headline()
