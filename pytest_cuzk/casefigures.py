@@ -1,10 +1,11 @@
 """A finished case's one ``Figures`` record, built from every proof and wave it measured.
 
 Throughput counts the timed waves only (requests are built and proofs checked between them),
-and comes with its 95% interval: a BCa bootstrap over the waves' seconds per proof. Waves, not
-proofs, are the unit because a wave's proofs share the daemon (a batch finishes together), and
-the waves of a case are what repeats. A percentile that needs more proofs than the case ran is
-None, with the reason in ``na_reasons``, never the slowest proof passed off as a p99.
+and comes with its 95% interval: a BCa bootstrap over the windows' seconds per proof. Windows,
+not proofs or waves, are the unit: a wave's proofs share the daemon (a batch finishes together),
+and neighbouring waves share the host's speed of the moment, which drifts over seconds. A
+percentile that needs more proofs than the case ran is None, with the reason in ``na_reasons``,
+never the slowest proof passed off as a p99.
 """
 
 from __future__ import annotations
@@ -48,14 +49,14 @@ def case_figures(result: CaseResult, test: str, unsampled: str | None = None) ->
         quantiles[q], why = stats.percentile(latencies, q)
         if why:
             reasons[f"latency_p{q}_s"] = why
-    per_proof = samples.series("wave_s_per_proof")
+    per_proof = samples.series("window_s_per_proof")
     measured = sum(samples.wave_s)
     interval = stats.ci(per_proof, stats.per_hour) if not result.failed else None
     if interval is None:
         reasons["throughput_proofs_per_hour_ci"] = (
             "not with failed proofs"
             if result.failed
-            else f"a 95% interval needs {stats.MIN_INTERVAL_SAMPLES} waves, {len(per_proof)} measured"
+            else f"a 95% interval needs {stats.MIN_INTERVAL_SAMPLES} windows, {len(per_proof)} measured"
         )
     daemon_s = sum(samples.total_ms) / 1000
     share = 100 * (sum(latencies) - daemon_s) / daemon_s if daemon_s > 0 else None

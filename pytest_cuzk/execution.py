@@ -69,10 +69,16 @@ class CaseExecution(Execution):
         hook.pytest_cuzk_case_finished(item=self.item, case=case, figures=figures, result=result)
         return result
 
+    def _saving(self) -> bool:
+        """Whether pytest-benchmark saves this run: then it is a baseline to come."""
+        options = self.item.config.option
+        return bool(getattr(options, "benchmark_save", None) or getattr(options, "benchmark_autosave", None))
+
     def measure(self, case: Case) -> CaseResult:
         """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran."""
         with running(self.session, self.backend) as run:
-            result = run_case(case, run.runner(case.kind), Plan.of(self.session.settings), self.benchmark)
+            plan = Plan.of(self.session.settings, saving=self._saving())
+            result = run_case(case, run.runner(case.kind), plan, self.benchmark)
         result.memory, result.reported_memory = run.memory, run.reported
         return result
 

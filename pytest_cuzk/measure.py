@@ -12,6 +12,8 @@ the case: the test fails anyway, and more proofs would only spend time.
 A run compared with ``--cuzk-compare-fail`` is sized by the confidence the gate needs (as MLPerf
 sizes a run by its percentile's): stable is not enough until each gated figure's 95% interval is
 within half its limit, so that two such runs can tell a change of about twice the limit apart.
+A run saved for later comparison (``--benchmark-save``, ``--benchmark-autosave``) is sized the
+same way, for ``SAVED_PRECISION`` when it gates nothing itself.
 
 Each wave is one pytest-benchmark round through ``benchmark.pedantic``: a round's setup checks
 the previous wave and builds the next wave's requests, so neither is in the round's time.
@@ -34,9 +36,12 @@ from .progress import StatusLine
 from .runner import CaseResult, Runner, Wave, check_wave, run_wave
 from .settings import Settings
 
-__all__ = ["STABLE_WINDOWS", "Plan", "PlanDone", "run_case", "stable"]
+__all__ = ["SAVED_PRECISION", "STABLE_WINDOWS", "Plan", "PlanDone", "run_case", "stable"]
 
 STABLE_WINDOWS = 3
+SAVED_PRECISION = (("throughput", 2.5),)
+"""A run saved with no gate is a baseline to come: measured until its throughput's interval is
+within ±2.5%, what a 5% throughput gate asks of the run compared with it."""
 
 
 @dataclass(frozen=True)
@@ -51,15 +56,18 @@ class Plan:
     precision: tuple[tuple[str, float], ...] = ()  # (metric, widest 95% half-interval in percent)
 
     @classmethod
-    def of(cls, settings: Settings) -> Plan:
-        gated = settings.compare_fail.items()
+    def of(cls, settings: Settings, saving: bool = False) -> Plan:
+        """The settings' plan; a run saved as a baseline is measured as a gated run would be."""
+        precision = tuple(
+            (name, limit / 2) for name, limit in settings.compare_fail.items() if METRICS[name].sample
+        )
         return cls(
             min_proofs=settings.proofs,
             max_proofs=settings.max_proofs,
             budget_s=settings.case_budget,
             window_s=settings.window,
             stability_pct=settings.stability,
-            precision=tuple((name, limit / 2) for name, limit in gated if METRICS[name].sample),
+            precision=precision or (SAVED_PRECISION if saving else ()),
         )
 
     def max_waves(self, in_flight: int) -> int:

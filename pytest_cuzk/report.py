@@ -115,7 +115,7 @@ def na_lines(rows: Iterable[Figures]) -> list[str]:
 def measurement_line(f: Figures) -> str:
     """How a case was measured: proofs, waves and windows, why it stopped, and the plugin's own share."""
     share = "n/a" if f.plugin_share_pct is None else f"{f.plugin_share_pct:.2f}%"
-    cv = "" if f.throughput_cv is None else f", waves' CV {f.throughput_cv:.1%}"
+    cv = "" if f.throughput_cv is None else f", windows' CV {f.throughput_cv:.1%}"
     others = f.memory.host_other_cpu_pct if f.memory is not None else None
     busy = "" if others is None else f"; other processes kept {others:.0f}% of the host's CPUs busy"
     return (

@@ -50,10 +50,12 @@ FLEET = [
 
 
 def samples(per_hour: float, p50: float, seed: int) -> dict[str, list[float]]:
-    """20 waves of one proof around the row's figures, 2% apart: what a stored run holds."""
+    """20 waves of one proof around the row's figures, 2% apart, in 10 windows: what a stored run holds."""
     jitter = 1 + 0.02 * np.random.default_rng(seed).standard_normal((2, 20))
     waves = (3600 / per_hour * jitter[0]).round(3).tolist()
-    return {"latency_s": (p50 * jitter[1]).round(3).tolist(), "wave_s": waves, "wave_size": [1] * 20}
+    windows = [i // 2 for i in range(20)]
+    return {"latency_s": (p50 * jitter[1]).round(3).tolist(), "wave_s": waves, "wave_size": [1] * 20,
+            "wave_window": windows}  # fmt: skip
 
 
 def store(db_url: str, fleet: list[tuple[Any, ...]]) -> str:
@@ -148,7 +150,7 @@ def test_compare_fails_on_a_planted_regression(fleet: str, capsys: pytest.Captur
     assert code == 1
     regressions = [line for line in out.splitlines() if line.startswith("REGRESSION")]
     assert len(regressions) == 2, out
-    # Estimated from the pooled samples (20 waves 2% apart), with the interval and the p-value.
+    # Estimated from the pooled samples (10 windows a run, 2% apart), with the interval and the p-value.
     assert re.fullmatch(
         r"REGRESSION porep batch1-j1 on 4090 throughput: A 4\d\.\d/h -> B 3\d\.\d/h \(-[789]\.\d%, "
         r"95% CI -\d+\.\d% to -[6-9]\.\d%, p=\S+, limit -5%\)",

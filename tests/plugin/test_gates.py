@@ -76,9 +76,10 @@ def test_a_vram_gate_without_nvml_says_why(pytester):
 
 
 def _timed(per_proof_s: list[float]) -> Samples:
-    """One proof per wave, each as long as given."""
+    """One proof per wave and one wave per window, each as long as given."""
     n = len(per_proof_s)
-    return Samples(latency_s=tuple(per_proof_s), wave_s=tuple(per_proof_s), wave_size=(1,) * n)
+    waves = tuple(per_proof_s)
+    return Samples(latency_s=waves, wave_s=waves, wave_size=(1,) * n, wave_window=tuple(range(n)))
 
 
 def _jittered(mean_s: float, seed: int, n: int = 30) -> list[float]:
@@ -190,7 +191,8 @@ def test_a_gate_fails_the_test_by_name_in_a_run(fake_run):
 def test_compare_gate_against_a_saved_run(fake_run, tmp_path, source):
     storage = tmp_path / "benchmarks"
     steady = {"winning": FakeBehaviour(delay_s=0.02)}  # the sleep, not the machine, sets the pace
-    args = (*WINNING, f"--benchmark-storage=file://{storage}", "--cuzk-proofs=8", "--cuzk-max-proofs=8")
+    args = (*WINNING, f"--benchmark-storage=file://{storage}", "--cuzk-proofs=10", "--cuzk-max-proofs=10")
+    args += ("--cuzk-window=0.001",)  # a window a wave: ten windows to test
     saved_run = fake_run({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=base", behaviour=steady)
     saved_run[0].assert_outcomes(passed=1)
     (base,) = storage.glob("*/0001_base.json")

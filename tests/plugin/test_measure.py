@@ -21,7 +21,7 @@ from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
 from pytest_cuzk.casefigures import case_figures, case_samples
 from pytest_cuzk.cases import Case
 from pytest_cuzk.client import ProvingClient
-from pytest_cuzk.measure import Plan, run_case
+from pytest_cuzk.measure import SAVED_PRECISION, Plan, run_case
 from pytest_cuzk.proto import pb
 from pytest_cuzk.runner import CaseResult, Runner
 from pytest_cuzk.settings import resolve_settings
@@ -104,7 +104,7 @@ def test_a_compared_run_measures_until_its_interval_is_within_half_the_limit(dae
     loose = measure(daemon, pytester, plan(precision=(("throughput", 50.0),), budget_s=3.0))
     assert loose.stop_reason == "stable after 3 windows"
     assert len(tight.proofs) > len(loose.proofs), "a ±0.01% interval needs more proofs than stability"
-    half = stats.half_width_pct(case_samples(tight).series("wave_s_per_proof"), stats.per_hour)
+    half = stats.half_width_pct(case_samples(tight).series("window_s_per_proof"), stats.per_hour)
     assert tight.stop_reason.startswith("stable after") == (half is not None and half <= 0.01)
 
 
@@ -124,7 +124,8 @@ def test_requests_and_verification_stay_outside_the_timed_waves(daemon, pytester
 
 
 def test_figures_carry_percentiles_an_interval_and_say_why_one_is_missing(daemon, pytester):
-    result = measure(daemon, pytester, plan(min_proofs=12, max_proofs=12), case=Case("local", WINNING, 1, 2))
+    one_wave_windows = plan(min_proofs=12, max_proofs=12, window_s=0.001)  # an interval needs 3 windows
+    result = measure(daemon, pytester, one_wave_windows, case=Case("local", WINNING, 1, 2))
     f = case_figures(result, "test_x", unsampled="in-process fake daemon")
     assert f.proofs_ok == 12 and f.waves == 6 and list(f.samples.wave_size) == [2] * 6
     assert f.latency_p50_s is not None and f.latency_p90_s is not None and f.latency_p99_s is None
@@ -204,3 +205,11 @@ def test_a_gpu_that_sat_idle_through_a_case_is_named(pytester, tmp_path, monkeyp
             "  GPU 1 NVIDIA H200: VRAM peak 2.00 GiB, utilisation 0%, SM clock 1980 MHz",
         ]
     )
+
+
+def test_a_saved_run_is_measured_as_precisely_as_a_gated_one(pytester):
+    settings = resolve_settings(pytester.parseconfig())
+    assert Plan.of(settings).precision == ()
+    assert Plan.of(settings, saving=True).precision == SAVED_PRECISION == (("throughput", 2.5),)
+    gated = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=p50:8%,rss_peak:10%"))
+    assert Plan.of(gated, saving=True).precision == (("p50", 4.0),)  # the gate's own, peaks unsampled

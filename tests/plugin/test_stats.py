@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pytest_cuzk import stats
+from pytest_cuzk.figures import Samples
 
 
 def proofs(n: int, seed: int, mean_s: float = 10.0, spread: float = 0.15) -> list[float]:
@@ -58,3 +59,37 @@ def test_the_same_samples_always_give_the_same_interval():
 def test_the_coefficient_of_variation():
     assert stats.cv([1.0]) is None
     assert stats.cv([9.0, 11.0]) == pytest.approx(np.std([9.0, 11.0], ddof=1) / 10.0)
+
+
+def drifting(windows: int, waves: int, seed: int) -> Samples:
+    """Waves alike within a window, windows apart: a host whose speed drifts over seconds."""
+    rng = np.random.default_rng(seed)
+    speed = np.repeat(1 + 0.05 * rng.standard_normal(windows), waves)
+    wave_s = 0.1 * speed * (1 + 0.005 * rng.standard_normal(windows * waves))
+    return Samples(
+        wave_s=tuple(wave_s),
+        wave_size=(1,) * (windows * waves),
+        wave_window=tuple(np.repeat(np.arange(windows), waves)),
+    )
+
+
+def test_throughput_is_resampled_by_window_so_drift_between_windows_widens_its_interval():
+    run = drifting(windows=8, waves=40, seed=3)
+    per_window = run.series("window_s_per_proof")
+    assert per_window == pytest.approx([float(np.mean(run.wave_s[i * 40 : (i + 1) * 40])) for i in range(8)])
+    per_wave = [s / n for s, n in zip(run.wave_s, run.wave_size, strict=True)]
+    over_waves = stats.half_width_pct(per_wave, stats.per_hour)
+    over_windows = stats.half_width_pct(per_window, stats.per_hour)
+    assert over_waves is not None and over_windows is not None
+    assert over_windows > 3 * over_waves, "320 alike waves must not pass for 320 independent ones"
+    assert Samples(wave_s=(1.0,), wave_size=(1,)).series("window_s_per_proof") == []  # saved before windows
+
+
+def test_pooled_runs_keep_each_runs_windows_apart():
+    a, b = drifting(windows=3, waves=2, seed=1), drifting(windows=2, waves=2, seed=2)
+    pooled = Samples.pooled([a, b])
+    assert pooled.wave_window == (0, 0, 1, 1, 2, 2, 3, 3, 4, 4)
+    assert pooled.series("window_s_per_proof") == a.series("window_s_per_proof") + b.series(
+        "window_s_per_proof"
+    )
+    assert Samples.pooled([a, Samples(wave_s=(1.0,), wave_size=(1,))]).wave_window == ()
