@@ -1,7 +1,7 @@
 """A finished case's one ``Figures`` record, built from every proof and wave it measured.
 
 Throughput counts the timed waves only (requests are built and proofs checked between them),
-and comes with its 95% interval: a BCa bootstrap over the windows' seconds per proof. Windows,
+and comes with its 95% interval: Student's t over the windows' seconds per proof. Windows,
 not proofs or waves, are the unit: a wave's proofs share the daemon (a batch finishes together),
 and neighbouring waves share the host's speed of the moment, which drifts over seconds. A
 percentile that needs more proofs than the case ran is None, with the reason in ``na_reasons``,
@@ -51,7 +51,7 @@ def case_figures(result: CaseResult, test: str, unsampled: str | None = None) ->
             reasons[f"latency_p{q}_s"] = why
     per_proof = samples.series("window_s_per_proof")
     measured = sum(samples.wave_s)
-    interval = stats.ci(per_proof, stats.per_hour) if not result.failed else None
+    interval = stats.Rate().interval(per_proof) if not result.failed else None
     if interval is None:
         reasons["throughput_proofs_per_hour_ci"] = (
             "not with failed proofs"

@@ -1,10 +1,11 @@
 """Whether a figure changed between two runs: the change, its 95% interval, its p-value, a verdict.
 
 One module answers it for the pytest gate (``--cuzk-compare-fail``) and for ``cuzk-perf compare``.
-A figure estimated from samples (throughput from the waves, a latency percentile from the
-proofs) regresses only when the change is beyond the limit and significant: the Mann–Whitney U
-test of the two runs' samples finds them different (p < 0.05) and the 95% bootstrap interval of
-the change lies wholly beyond the limit. Beyond the limit but not significant is reported as
+A figure estimated from samples (throughput from the measurement windows, a latency percentile
+from the proofs) regresses only when the change is beyond the limit and significant: its
+estimator's test finds the two runs different (p < 0.05; Welch's t-test for throughput, the
+Mann–Whitney U test for a percentile) and the 95% interval of the change lies wholly beyond the
+limit. Beyond the limit but not significant is reported as
 such, and fails nothing. A peak (RSS, VRAM) is one value per run, the most the host had to hold,
 and is compared as measured.
 
@@ -121,13 +122,12 @@ def compare(metric: Metric, before: Side, after: Side, limit: float | None = Non
         worse = regression(metric, before.value, after.value)
         return Change(metric, before.value, after.value, limit, worse, others_pct=others)
     b, a = float(metric.estimator(xs)), float(metric.estimator(ys))
-    ratio = stats.ratio_ci(xs, ys, metric.estimator)
+    ratio, p = metric.estimator.ratio(xs, ys)
     ci = None
     if ratio is not None:  # the interval of after/before, in the metric's "worse" direction
         lo, hi = (regression(metric, 1.0, r) for r in ratio)
         assert lo is not None and hi is not None, "a ratio to 1 is always comparable"
         ci = (min(lo, hi), max(lo, hi))
-    p = stats.mann_whitney_p(xs, ys)
     return Change(metric, b, a, limit, regression(metric, b, a), ci, p, tested=True, others_pct=others)
 
 

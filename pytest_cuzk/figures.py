@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .stats import Estimator, per_hour, quantile
+from .stats import Estimator, Quantile, Rate
 from .wire.units import format_bytes
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def _latency(q: int) -> Metric:
     name = f"p{q}"
     fmt, median = _num("{:.2f}"), statistics.median
     fig, column, label = f"latency_{name}_s", f"{name}_s", f"{name} s"
-    return Metric(name, fig, column, label, "s", False, median, fmt, " s", "latency_s", quantile(q))
+    return Metric(name, fig, column, label, "s", False, median, fmt, " s", "latency_s", Quantile(q))
 
 
 METRICS: dict[str, Metric] = {
@@ -76,7 +76,7 @@ METRICS: dict[str, Metric] = {
             _num("{:.1f}"),
             "/h",
             sample="window_s_per_proof",
-            estimator=per_hour,
+            estimator=Rate(),
         ),
         *(_latency(q) for q in (50, 90, 99)),
         # The slowest proof is one proof: no sample to test, compared as measured.
@@ -195,7 +195,7 @@ class Figures:
     memory: MemoryReport | None = None
     failures: tuple[str, ...] = ()
     latency_p99_s: float | None = None
-    throughput_proofs_per_hour_ci: tuple[float, float] | None = None  # 95%, BCa bootstrap over waves
+    throughput_proofs_per_hour_ci: tuple[float, float] | None = None  # 95%, Student's t over windows
     throughput_cv: float | None = None  # of the windows' seconds per proof
     latency_cv: float | None = None  # of the proofs' latencies
     stabilised: bool = False  # the last windows agreed within --cuzk-stability

@@ -1,19 +1,28 @@
 """The statistics behind every figure with an uncertainty: percentiles, spread, intervals, tests.
 
-numpy computes percentiles and spread; scipy gives the bootstrap and the Mann–Whitney U test,
-so no distribution is written by hand here. Proof timings are skewed (a slow proof is far
-slower than a fast one is fast) and a case has tens of them, not thousands, so intervals are
-BCa bootstrap intervals (bias-corrected and accelerated: no normality assumed, good coverage
-for skewed samples) and tests are rank tests. Every bootstrap uses a fixed seed: the same
-samples always give the same interval, so a rerun of ``cuzk-perf compare`` agrees with the gate.
+numpy computes percentiles and spread; scipy gives the t distribution, the bootstrap and the
+Mann–Whitney U test, so no distribution is written by hand here. A figure is estimated by one of
+two estimators, each with its own interval and its own test of a change between runs:
+
+- ``Rate`` (throughput) from the windows' seconds per proof. A window's figure is a mean over
+  many proofs, so windows are near-normal, and a case has few of them: Student's t gives the
+  interval, and Welch's t-test on the logarithms gives the ratio between runs and its p-value
+  (a bootstrap of 3 to 10 values is too narrow, and a rank test of so few cannot reach p < 0.05).
+- ``Quantile`` (a latency percentile) from the proofs' latencies: skewed (a slow proof is far
+  slower than a fast one is fast) and tens to thousands of them, so BCa bootstrap intervals
+  (bias-corrected and accelerated, no normality assumed) and the Mann–Whitney U rank test.
+
+Every bootstrap uses a fixed seed: the same samples always give the same interval, so a rerun of
+``cuzk-perf compare`` agrees with the gate.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 from scipy import stats as sps
@@ -23,39 +32,120 @@ __all__ = [
     "CONFIDENCE",
     "MIN_INTERVAL_SAMPLES",
     "Estimator",
-    "ci",
+    "Quantile",
+    "Rate",
     "cv",
     "half_width_pct",
-    "mann_whitney_p",
-    "per_hour",
     "percentile",
     "percentile_floor",
-    "quantile",
-    "ratio_ci",
 ]
 
 CONFIDENCE = 0.95
 ALPHA = 1 - CONFIDENCE
-MIN_INTERVAL_SAMPLES = 3  # fewer and a bootstrap only reshuffles the same two values
+MIN_INTERVAL_SAMPLES = 3  # fewer and an interval only restates the two values
 RESAMPLES = 4999
 SEED = 14
 
-# An estimator maps samples (along the last axis) to one figure, vectorized for the bootstrap.
-Estimator = Callable[..., Any]
+Interval = tuple[float, float]
 
 
-def per_hour(seconds_per_proof: Any, axis: int = -1) -> Any:
-    """Proofs per hour from seconds per proof of each wave: the wave-weighted rate."""
-    return 3600.0 / np.mean(seconds_per_proof, axis=axis)
+class Estimator(Protocol):
+    """How a figure comes from its samples, how sure it is, and how to test a change in it."""
+
+    def __call__(self, values: Any, axis: int = -1) -> Any:
+        """The figure (vectorized along ``axis``)."""
+
+    def interval(self, values: Sequence[float]) -> Interval | None:
+        """Its 95% interval; None with fewer than ``MIN_INTERVAL_SAMPLES`` values."""
+
+    def ratio(self, before: Sequence[float], after: Sequence[float]) -> tuple[Interval | None, float | None]:
+        """The 95% interval of figure(after) / figure(before), and the two-sided p-value of no change."""
 
 
-def quantile(q: float) -> Estimator:
-    """The ``q``-th percentile (0..100, linear interpolation) as an estimator."""
+def _few(*samples: Sequence[float] | np.ndarray) -> bool:
+    return min(len(s) for s in samples) < MIN_INTERVAL_SAMPLES
 
-    def estimate(values: Any, axis: int = -1) -> Any:
-        return np.percentile(values, q, axis=axis)
 
-    return estimate
+@dataclass(frozen=True)
+class Rate:
+    """Proofs per hour from seconds per proof (of each window): the window-weighted rate."""
+
+    def __call__(self, values: Any, axis: int = -1) -> Any:
+        return 3600.0 / np.mean(values, axis=axis)
+
+    def interval(self, values: Sequence[float]) -> Interval | None:
+        x = np.asarray(values, dtype=float)
+        if _few(x):
+            return None
+        if np.ptp(x) == 0:  # every value the same: the interval is that one point
+            point = float(self(x))
+            return point, point
+        mean = sps.ttest_1samp(x, x.mean()).confidence_interval(CONFIDENCE)
+        return 3600.0 / float(mean.high), 3600.0 / float(mean.low)
+
+    def ratio(self, before: Sequence[float], after: Sequence[float]) -> tuple[Interval | None, float | None]:
+        a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+        if _few(a, b):
+            return None, None
+        if np.ptp(a) == 0 and np.ptp(b) == 0:
+            point = float(self(b) / self(a))
+            return (point, point), 1.0 if point == 1.0 else 0.0
+        test = sps.ttest_ind(np.log(b), np.log(a), equal_var=False)
+        slower = test.confidence_interval(CONFIDENCE)  # of log(seconds after / seconds before)
+        return (math.exp(-slower.high), math.exp(-slower.low)), float(test.pvalue)
+
+
+@dataclass(frozen=True)
+class Quantile:
+    """The ``q``-th percentile (0..100, linear interpolation) of the proofs' latencies."""
+
+    q: float
+
+    def __call__(self, values: Any, axis: int = -1) -> Any:
+        return np.percentile(values, self.q, axis=axis)
+
+    def interval(self, values: Sequence[float]) -> Interval | None:
+        x = np.asarray(values, dtype=float)
+        if _few(x):
+            return None
+        if np.ptp(x) == 0:
+            point = float(self(x))
+            return point, point
+        return _bootstrap((x,), self)
+
+    def ratio(self, before: Sequence[float], after: Sequence[float]) -> tuple[Interval | None, float | None]:
+        a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+        if _few(a, b):
+            return None, None
+        if np.ptp(np.concatenate([a, b])) == 0:
+            return (1.0, 1.0), 1.0  # identical constants: no evidence of any difference
+        p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        if np.ptp(a) == 0 and np.ptp(b) == 0:
+            point = float(self(b) / self(a))
+            return (point, point), p
+
+        def ratio(x: Any, y: Any, axis: int = -1) -> Any:
+            return self(y, axis=axis) / self(x, axis=axis)
+
+        return _bootstrap((a, b), ratio), p
+
+
+def _bootstrap(data: tuple[Any, ...], statistic: Any) -> Interval | None:
+    """The 95% BCa interval of ``statistic`` over ``data``, each sample resampled on its own."""
+    with warnings.catch_warnings():
+        # BCa warns (and answers NaN) on degenerate data; the caller then has no interval.
+        warnings.simplefilter("ignore")
+        res = sps.bootstrap(
+            data,
+            statistic,
+            n_resamples=RESAMPLES,
+            confidence_level=CONFIDENCE,
+            method="BCa",
+            vectorized=True,
+            rng=np.random.default_rng(SEED),
+        )
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return None if math.isnan(low) or math.isnan(high) else (low, high)
 
 
 def percentile_floor(q: float) -> int:
@@ -83,64 +173,10 @@ def cv(values: Sequence[float]) -> float | None:
     return float(np.std(values, ddof=1)) / mean if mean else None
 
 
-def _bootstrap(data: tuple[Any, ...], statistic: Estimator) -> tuple[float, float] | None:
-    with warnings.catch_warnings():
-        # BCa warns (and answers NaN) on degenerate data; the caller then has no interval.
-        warnings.simplefilter("ignore")
-        res = sps.bootstrap(
-            data,
-            statistic,
-            n_resamples=RESAMPLES,
-            confidence_level=CONFIDENCE,
-            method="BCa",
-            vectorized=True,
-            rng=np.random.default_rng(SEED),
-        )
-    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return None if math.isnan(low) or math.isnan(high) else (low, high)
-
-
-def ci(values: Sequence[float], estimator: Estimator) -> tuple[float, float] | None:
-    """The 95% BCa bootstrap interval of ``estimator`` over ``values``; None with too few values."""
-    x = np.asarray(values, dtype=float)
-    if len(x) < MIN_INTERVAL_SAMPLES:
-        return None
-    if np.ptp(x) == 0:  # every value the same: the interval is that one point
-        point = float(estimator(x))
-        return point, point
-    return _bootstrap((x,), estimator)
-
-
 def half_width_pct(values: Sequence[float], estimator: Estimator) -> float | None:
     """Half the 95% interval of ``estimator`` over ``values``, in percent of its value."""
-    interval = ci(values, estimator)
+    interval = estimator.interval(values)
     point = float(estimator(np.asarray(values, dtype=float))) if interval is not None else 0.0
     if interval is None or not point:
         return None
     return (interval[1] - interval[0]) / 2 / abs(point) * 100
-
-
-def ratio_ci(
-    before: Sequence[float], after: Sequence[float], estimator: Estimator
-) -> tuple[float, float] | None:
-    """The 95% BCa interval of ``estimator(after) / estimator(before)``, each run resampled on its own."""
-    a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
-    if min(len(a), len(b)) < MIN_INTERVAL_SAMPLES:
-        return None
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
-        point = float(estimator(b) / estimator(a))
-        return point, point
-
-    def ratio(x: Any, y: Any, axis: int = -1) -> Any:
-        return estimator(y, axis=axis) / estimator(x, axis=axis)
-
-    return _bootstrap((a, b), ratio)
-
-
-def mann_whitney_p(before: Sequence[float], after: Sequence[float]) -> float | None:
-    """Two-sided Mann–Whitney U p-value that both samples come from one distribution."""
-    if min(len(before), len(after)) < MIN_INTERVAL_SAMPLES:
-        return None
-    if np.ptp(np.concatenate([before, after])) == 0:
-        return 1.0  # identical constants: no evidence of any difference
-    return float(sps.mannwhitneyu(before, after, alternative="two-sided").pvalue)

@@ -27,33 +27,42 @@ def test_the_interval_of_the_throughput_covers_the_truth_about_95_in_100_times()
     truth = 3600 / np.mean(10.0 * np.random.default_rng(0).lognormal(0.0, 0.15, 1_000_000))
     hits = 0
     for seed in range(100):
-        low, high = stats.ci(proofs(20, seed), stats.per_hour) or (0.0, 0.0)
+        low, high = stats.Rate().interval(proofs(20, seed)) or (0.0, 0.0)
         hits += low <= truth <= high
     assert 85 <= hits <= 100, f"{hits} of 100 intervals covered the true rate"
 
 
-def test_too_few_or_identical_samples_give_no_interval_or_a_point():
-    assert stats.ci([10.0, 11.0], stats.per_hour) is None
-    assert stats.ci([10.0, 10.0, 10.0], stats.per_hour) == (360.0, 360.0)
-    assert stats.ratio_ci([1.0, 2.0], [1.0, 2.0, 3.0], stats.per_hour) is None
-    assert stats.mann_whitney_p([5.0] * 4, [5.0] * 4) == 1.0
+@pytest.mark.parametrize("estimator", [stats.Rate(), stats.Quantile(50)], ids=repr)
+def test_too_few_or_identical_samples_give_no_interval_or_a_point(estimator):
+    assert estimator.interval([10.0, 11.0]) is None
+    point = float(estimator(np.array([10.0] * 3)))
+    assert estimator.interval([10.0, 10.0, 10.0]) == (point, point)
+    assert estimator.ratio([1.0, 2.0], [1.0, 2.0, 3.0]) == (None, None)
+    assert estimator.ratio([5.0] * 4, [5.0] * 4) == ((1.0, 1.0), 1.0)
 
 
-def test_the_ratio_interval_and_the_rank_test_tell_a_shift_from_noise():
+@pytest.mark.parametrize("estimator", [stats.Rate(), stats.Quantile(50)], ids=repr)
+def test_the_ratio_interval_and_the_test_tell_a_shift_from_noise(estimator):
     before, same, slower = proofs(30, seed=1), proofs(30, seed=2), proofs(30, seed=3, mean_s=11.5)
-    low, high = stats.ratio_ci(before, same, stats.per_hour) or (0.0, 0.0)
-    assert low < 1.0 < high, "one build against itself: a ratio of 1 is inside"
-    assert (stats.mann_whitney_p(before, same) or 0) > 0.05
-    low, high = stats.ratio_ci(before, slower, stats.per_hour) or (1.0, 1.0)
-    assert high < 0.95, "15% slower proofs: the whole interval is below 95% of the throughput"
-    assert (stats.mann_whitney_p(before, slower) or 1) < 0.01
-    p50_low, p50_high = stats.ratio_ci(before, slower, stats.quantile(50)) or (0.0, 0.0)
-    assert 1.0 < p50_low < p50_high
+    (low, high), p = estimator.ratio(before, same)
+    assert low < 1.0 < high and p > 0.05, "one build against itself: a ratio of 1 is inside"
+    (low, high), p = estimator.ratio(before, slower)
+    worse = (0.95, 1.0) if isinstance(estimator, stats.Rate) else (1.0, 1.05)  # throughput falls, p50 rises
+    assert (high < worse[0] if worse[0] < 1 else low > worse[1]) and p < 0.01, "15% slower proofs"
+
+
+def test_the_rate_interval_is_students_t_over_few_windows_not_a_bootstrap():
+    windows = [1.00, 1.04, 0.97, 1.02]  # seconds per proof of four windows
+    low, high = stats.Rate().interval(windows) or (0.0, 0.0)
+    mean, half = np.mean(windows), 3.182 * np.std(windows, ddof=1) / 2  # t(0.975, 3 df) = 3.182
+    assert (low, high) == pytest.approx((3600 / (mean + half), 3600 / (mean - half)), rel=1e-3)
+    (ratio_low, ratio_high), p = stats.Rate().ratio(windows, [w * 1.15 for w in windows])
+    assert ratio_low < 1 / 1.15 < ratio_high and ratio_high < 0.95 and p < 0.01
 
 
 def test_the_same_samples_always_give_the_same_interval():
     values = proofs(15, seed=7)
-    assert stats.ci(values, stats.per_hour) == stats.ci(list(values), stats.per_hour)
+    assert stats.Quantile(90).interval(values) == stats.Quantile(90).interval(list(values))
 
 
 def test_the_coefficient_of_variation():
@@ -78,8 +87,8 @@ def test_throughput_is_resampled_by_window_so_drift_between_windows_widens_its_i
     per_window = run.series("window_s_per_proof")
     assert per_window == pytest.approx([float(np.mean(run.wave_s[i * 40 : (i + 1) * 40])) for i in range(8)])
     per_wave = [s / n for s, n in zip(run.wave_s, run.wave_size, strict=True)]
-    over_waves = stats.half_width_pct(per_wave, stats.per_hour)
-    over_windows = stats.half_width_pct(per_window, stats.per_hour)
+    over_waves = stats.half_width_pct(per_wave, stats.Rate())
+    over_windows = stats.half_width_pct(per_window, stats.Rate())
     assert over_waves is not None and over_windows is not None
     assert over_windows > 3 * over_waves, "320 alike waves must not pass for 320 independent ones"
     assert Samples(wave_s=(1.0,), wave_size=(1,)).series("window_s_per_proof") == []  # saved before windows
