@@ -107,7 +107,7 @@ class Change:
             )
         return (
             f"{m.name} {self.worse_pct:.1f}% worse ({self.evidence()}; {values}; {limit}): "
-            "not significant, not failed"
+            "not significantly beyond the limit, not failed"
         )
 
 

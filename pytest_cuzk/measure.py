@@ -11,9 +11,9 @@ the case: the test fails anyway, and more proofs would only spend time.
 
 A run compared with ``--cuzk-compare-fail`` is sized by the confidence the gate needs (as MLPerf
 sizes a run by its percentile's): stable is not enough until each gated figure's 95% interval is
-within half its limit, so that two such runs can tell a change of about twice the limit apart.
-A run saved for later comparison (``--benchmark-save``, ``--benchmark-autosave``) is sized the
-same way, for ``SAVED_PRECISION`` when it gates nothing itself.
+within half its limit, over at least ``PRECISE_WINDOWS`` windows, so that two such runs can tell
+a change of about twice the limit apart. A run saved for later comparison (``--benchmark-save``,
+``--benchmark-autosave``) is sized the same way, for ``SAVED_PRECISION`` when it gates nothing itself.
 
 Each wave is one pytest-benchmark round through ``benchmark.pedantic``: a round's setup checks
 the previous wave and builds the next wave's requests, so neither is in the round's time.
@@ -36,9 +36,13 @@ from .progress import StatusLine
 from .runner import CaseResult, Runner, Wave, check_wave, run_wave
 from .settings import Settings
 
-__all__ = ["SAVED_PRECISION", "STABLE_WINDOWS", "Plan", "PlanDone", "run_case", "stable"]
+__all__ = ["PRECISE_WINDOWS", "SAVED_PRECISION", "STABLE_WINDOWS", "Plan", "PlanDone", "run_case", "stable"]
 
 STABLE_WINDOWS = 3
+PRECISE_WINDOWS = 6
+"""Fewest windows a compared or saved run measures: three calm windows (15 s) can meet the
+precision by luck of one host state, and on the H200 host such runs were the ones whose
+figure stood furthest from the same build's other runs."""
 SAVED_PRECISION = (("throughput", 2.5),)
 """A run saved with no gate is a baseline to come: measured until its throughput's interval is
 within ±2.5%, what a 5% throughput gate asks of the run compared with it."""
@@ -140,6 +144,8 @@ class Measurement:
 
     def _precise_enough(self) -> bool:
         """Each gated figure's 95% interval is within its half-limit (checked as each window closes)."""
+        if len(self._windows) < PRECISE_WINDOWS:
+            return False
         samples = case_samples(self.result)
         for name, want in self.plan.precision:
             metric = METRICS[name]

@@ -123,7 +123,8 @@ def test_an_identical_build_passes_and_a_change_within_the_noise_only_warns(pyte
     failures, warnings = check_gates(_figures(**_measured(noisy)), settings, base)
     assert failures == []
     assert any(
-        w.startswith("throughput ") and "worse" in w and "not significant, not failed" in w for w in warnings
+        w.startswith("throughput ") and "worse" in w and "not significantly beyond the limit, not failed" in w
+        for w in warnings
     )
     assert any(
         w.startswith("throughput spread too wide for a 5% gate: its 95% interval is ±") for w in warnings
@@ -153,7 +154,8 @@ def test_a_baseline_without_samples_is_compared_but_never_failed(pytester):
     assert failures == []
     assert warnings == [
         "throughput 33.3% worse (untested: a side has no per-proof samples (save a new baseline); "
-        "baseline 150.0/h, now 100.0/h; limit 5%): not significant, not failed (--cuzk-compare-fail)"
+        "baseline 150.0/h, now 100.0/h; limit 5%): not significantly beyond the limit, not failed "
+        "(--cuzk-compare-fail)"
     ]
     failures, _ = check_gates(_figures(rss_peak_bytes=220 << 30), settings, base)
     assert failures == [
