@@ -12,6 +12,7 @@ spread is too wide to resolve the limit, get a warning. ``Gates`` is the last si
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ import pytest
 from .comparison import Side, compare, spread_warning
 from .errors import CuzkError, CuzkWarning
 from .figures import METRICS, Figures, Samples
+from .runspread import RunSpread, saved_runs_beside, saved_spread
 from .settings import Settings
 from .wire.units import format_bytes
 
@@ -30,11 +32,11 @@ if TYPE_CHECKING:
 __all__ = ["Gates", "check_gates", "load_baseline"]
 
 
-def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
-    """Saved benchmarks by fullname from a pytest-benchmark JSON file."""
+def load_baseline(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """A pytest-benchmark JSON file's run, and its benchmarks by fullname."""
     try:
         data = json.loads(Path(path).read_text())
-        return {b["fullname"]: b for b in data.get("benchmarks", [])}
+        return data, {b["fullname"]: b for b in data.get("benchmarks", [])}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CuzkError(
             f"cannot read --cuzk-baseline {path}: {exc}; pass a JSON file written by --benchmark-json "
@@ -43,13 +45,17 @@ def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def check_gates(
-    figures: Figures, settings: Settings, baseline: dict[str, Any] | None
+    figures: Figures,
+    settings: Settings,
+    baseline: dict[str, Any] | None,
+    spreads: Mapping[str, RunSpread] | None = None,
 ) -> tuple[list[str], list[str]]:
     """The gates the case breaks, and the warnings about gates, as sentences.
 
     A broken gate names the measured value, the limit and the option. A warning says why a
     gate could not be checked (so that it never passes silently for want of a figure), that a
-    change beyond a limit was not significant, or that the run's spread is too wide for a limit.
+    change beyond a limit was not significant, or that the run's spread, or the spread of the
+    baseline build's saved runs (``spreads``, by metric name), is too wide for a limit.
     """
     kind = figures.kind
     failures: list[str] = []
@@ -77,6 +83,10 @@ def check_gates(
             )
     if settings.compare_fail:
         failures += _compare(figures, settings, baseline, warnings)
+        for name, pct in settings.compare_fail.items():
+            spread = (spreads or {}).get(name)
+            if spread is not None and (warning := spread.warning(METRICS[name], pct)):
+                warnings.append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
     return failures, warnings
 
 
@@ -120,7 +130,32 @@ class Gates:
         """Read ``--cuzk-baseline`` now, so a bad file stops the run before any daemon starts."""
         self.config = config
         self.settings = settings
-        self._baseline = load_baseline(settings.baseline) if settings.baseline else None
+        self._baseline: dict[str, dict[str, Any]] | None = None
+        self._saved: tuple[list[dict[str, Any]], dict[str, Any] | None] | None = None
+        if settings.baseline:
+            run, self._baseline = load_baseline(settings.baseline)
+            self._saved = list(saved_runs_beside(settings.baseline)), run
+
+    def saved(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """Every saved run beside the compared one, and the compared run (for its build and host)."""
+        if self._saved is None:
+            bs = getattr(self.config, "_benchmarksession", None)
+            compared = {str(path) for path in (getattr(bs, "compared_mapping", None) or {})}
+            storage = getattr(bs, "storage", None)
+            loaded = list(storage.load()) if compared and storage is not None else []
+            run = next((data for path, data in loaded if str(path) in compared), None)
+            self._saved = [data for _, data in loaded], run
+        return self._saved
+
+    def spreads(self, test: str) -> dict[str, RunSpread]:
+        """The spread of each gated figure over the saved runs of the compared run's build."""
+        runs, compared = self.saved()
+        if compared is None:
+            return {}
+        found = {
+            name: saved_spread(runs, compared, test, METRICS[name]) for name in self.settings.compare_fail
+        }
+        return {name: spread for name, spread in found.items() if spread is not None}
 
     def baseline(self) -> dict[str, dict[str, Any]]:
         """``--cuzk-baseline``, else pytest-benchmark's compared run (known once it has loaded)."""
@@ -136,8 +171,10 @@ class Gates:
     def pytest_cuzk_case_finished(
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
-        baseline = self.baseline().get(item.nodeid) if self.settings.compare_fail else None
-        failures, warnings = check_gates(figures, self.settings, baseline)
+        compared = bool(self.settings.compare_fail)
+        baseline = self.baseline().get(item.nodeid) if compared else None
+        spreads = self.spreads(item.nodeid) if compared else None
+        failures, warnings = check_gates(figures, self.settings, baseline, spreads)
         for note in warnings:
             item.warn(CuzkWarning(note))
         if failures:

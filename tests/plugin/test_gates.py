@@ -17,6 +17,7 @@ from pytest_cuzk.figures import METRICS, Figures, Samples, regression
 from pytest_cuzk.gates import check_gates
 from pytest_cuzk.memory import MemoryReport
 from pytest_cuzk.runner import CaseResult
+from pytest_cuzk.runspread import saved_spread
 from pytest_cuzk.settings import resolve_settings
 from pytest_cuzk.wire.kinds import KINDS
 
@@ -211,3 +212,43 @@ def test_compare_gate_against_a_saved_run(fake_run, tmp_path, source):
     result.stdout.fnmatch_lines(
         ["*[[]winning-batch1-j1[]]: throughput regressed [45]*% (95% CI +*% to +*%, p=*; baseline *"]
     )
+
+
+def test_a_limit_tighter_than_the_builds_saved_runs_spread_warns(fake_run, tmp_path):
+    storage = tmp_path / "benchmarks"
+    args = (*WINNING, f"--benchmark-storage=file://{storage}", "--cuzk-proofs=10", "--cuzk-max-proofs=10")
+    args += ("--cuzk-window=0.001",)
+    for i, delay_s in enumerate((0.02, 0.03, 0.02)):  # one build, on a host whose speed moves
+        pace = {"winning": FakeBehaviour(delay_s=delay_s)}
+        saved, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, f"--benchmark-save=run{i}", behaviour=pace)
+        saved.assert_outcomes(passed=1)
+    steady = {"winning": FakeBehaviour(delay_s=0.02)}
+    gate = ("--benchmark-compare=0003", "--cuzk-compare-fail=throughput:5%")
+    result, _ = fake_run({}, *args, *gate, behaviour=steady)
+    result.stdout.fnmatch_lines(
+        [
+            "*throughput: 3 saved runs of this build (fake daemon) on this host spread CV *%, so two "
+            "runs of it differ by up to *% (95%): a 5% limit can fail an identical build; compare on "
+            "a quieter host or gate at *% or more (--cuzk-compare-fail throughput:5%)*"
+        ]
+    )
+    loose = ("--benchmark-compare=0003", "--cuzk-compare-fail=throughput:90%")
+    result, _ = fake_run({}, *args, *loose, behaviour=steady)
+    assert "saved runs of this build" not in result.stdout.str(), "a limit the spread allows: no warning"
+
+
+def _run(build: str, host: str, per_hour: float, test: str = "t") -> dict:
+    bench = {"fullname": test, "extra_info": {"throughput_proofs_per_hour": per_hour}}
+    return {"machine_info": {"cuzk": {"daemon": build, "host": {"fingerprint": host}}}, "benchmarks": [bench]}
+
+
+def test_only_the_compared_builds_runs_on_the_same_host_make_its_spread():
+    throughput = METRICS["throughput"]
+    mine = [_run("A", "h1", v) for v in (100.0, 110.0, 90.0)]
+    others = [_run("B", "h1", 10.0), _run("A", "h2", 500.0), _run("A", "h1", 1.0, test="other")]
+    spread = saved_spread([*mine, *others], mine[0], "t", throughput)
+    assert spread is not None and (spread.build, spread.runs, spread.cv) == ("A", 3, pytest.approx(0.1))
+    assert spread.apart_pct == pytest.approx(1.96 * 0.1 * 2**0.5 * 100, rel=1e-3)
+    assert spread.warning(throughput, 27.0) is not None and spread.warning(throughput, 28.0) is None
+    assert saved_spread(mine[:2], mine[0], "t", throughput) is None, "two runs say nothing of a spread"
+    assert saved_spread(mine, {"machine_info": {}}, "t", throughput) is None, "saved without its build"
