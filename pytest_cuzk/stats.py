@@ -18,6 +18,7 @@ Every bootstrap uses a fixed seed: the same samples always give the same interva
 
 from __future__ import annotations
 
+import abc
 import math
 import warnings
 from collections.abc import Sequence
@@ -66,12 +67,15 @@ def _few(*samples: Sequence[float] | np.ndarray) -> bool:
     return min(len(s) for s in samples) < MIN_INTERVAL_SAMPLES
 
 
-@dataclass(frozen=True)
-class Rate:
-    """Proofs per hour from seconds per proof (of each window): the window-weighted rate."""
+class _Interval(abc.ABC):
+    """The interval rule both estimators share: none from too few values, a point from equal ones."""
 
-    def __call__(self, values: Any, axis: int = -1) -> Any:
-        return 3600.0 / np.mean(values, axis=axis)
+    @abc.abstractmethod
+    def __call__(self, values: Any, axis: int = -1) -> Any: ...
+
+    @abc.abstractmethod
+    def _spread_interval(self, x: np.ndarray) -> Interval | None:
+        """The interval of values that differ."""
 
     def interval(self, values: Sequence[float]) -> Interval | None:
         x = np.asarray(values, dtype=float)
@@ -80,6 +84,17 @@ class Rate:
         if np.ptp(x) == 0:  # every value the same: the interval is that one point
             point = float(self(x))
             return point, point
+        return self._spread_interval(x)
+
+
+@dataclass(frozen=True)
+class Rate(_Interval):
+    """Proofs per hour from seconds per proof (of each window): the window-weighted rate."""
+
+    def __call__(self, values: Any, axis: int = -1) -> Any:
+        return 3600.0 / np.mean(values, axis=axis)
+
+    def _spread_interval(self, x: np.ndarray) -> Interval | None:
         mean = sps.ttest_1samp(x, x.mean()).confidence_interval(CONFIDENCE)
         return 3600.0 / float(mean.high), 3600.0 / float(mean.low)
 
@@ -96,7 +111,7 @@ class Rate:
 
 
 @dataclass(frozen=True)
-class Quantile:
+class Quantile(_Interval):
     """The ``q``-th percentile (0..100, linear interpolation) of the proofs' latencies."""
 
     q: float
@@ -104,13 +119,7 @@ class Quantile:
     def __call__(self, values: Any, axis: int = -1) -> Any:
         return np.percentile(values, self.q, axis=axis)
 
-    def interval(self, values: Sequence[float]) -> Interval | None:
-        x = np.asarray(values, dtype=float)
-        if _few(x):
-            return None
-        if np.ptp(x) == 0:
-            point = float(self(x))
-            return point, point
+    def _spread_interval(self, x: np.ndarray) -> Interval | None:
         return _bootstrap((x,), self)
 
     def ratio(self, before: Sequence[float], after: Sequence[float]) -> tuple[Interval | None, float | None]:
