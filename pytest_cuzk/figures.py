@@ -135,15 +135,19 @@ class Samples:
         before windows were recorded has no such series.
         """
         if name == "window_s_per_proof":
-            if len(self.wave_window) != len(self.wave_s):
-                return []
-            seconds: dict[int, float] = {}
-            proofs: dict[int, int] = {}
-            for window, s, n in zip(self.wave_window, self.wave_s, self.wave_size, strict=True):
-                seconds[window] = seconds.get(window, 0.0) + s
-                proofs[window] = proofs.get(window, 0) + n
-            return [seconds[w] / proofs[w] for w in sorted(seconds) if proofs[w]]
+            return list(self.windows().values())
         return [float(v) for v in getattr(self, name)]
+
+    def windows(self) -> dict[int, float]:
+        """Each measurement window's seconds per proof, by window number, in order."""
+        if len(self.wave_window) != len(self.wave_s):
+            return {}
+        seconds: dict[int, float] = {}
+        proofs: dict[int, int] = {}
+        for window, s, n in zip(self.wave_window, self.wave_s, self.wave_size, strict=True):
+            seconds[window] = seconds.get(window, 0.0) + s
+            proofs[window] = proofs.get(window, 0) + n
+        return {w: seconds[w] / proofs[w] for w in sorted(seconds) if proofs[w]}
 
     def to_dict(self) -> dict[str, list[Any]]:
         return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}

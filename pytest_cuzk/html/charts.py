@@ -98,7 +98,8 @@ def windows_chart(samples: Samples, complete: int, chart_id: str) -> Markup | No
 
     Windows numbered ``complete`` and above are the unfinished one the case stopped in.
     """
-    if not samples.wave_window or len(samples.wave_window) != len(samples.wave_s):
+    windows = {w: s for w, s in samples.windows().items() if s > 0}
+    if not windows:
         return None
     waves = [(w, s, n) for w, s, n in zip(samples.wave_window, samples.wave_s, samples.wave_size, strict=True)
              if s > 0]  # fmt: skip
@@ -106,9 +107,8 @@ def windows_chart(samples: Samples, complete: int, chart_id: str) -> Markup | No
     ax = fig.subplots()
     ax.plot([w + 0.5 for w, _, _ in waves], [3600 * n / s for _, s, n in waves], ".", color=GREY, alpha=0.5,
             markersize=4, label="one wave")  # fmt: skip
-    for window in sorted({w for w, _, _ in waves}):
-        mine = [(s, n) for w, s, n in waves if w == window]
-        rate = 3600 * sum(n for _, n in mine) / sum(s for s, _ in mine)
+    for window, seconds_per_proof in windows.items():
+        rate = 3600 / seconds_per_proof
         done = window < complete
         label = ("complete window" if window == 0 else None) if done else "open window"
         ax.bar(window + 0.5, rate, width=0.8, color=BLUE if done else "none", edgecolor=BLUE,
