@@ -131,14 +131,20 @@ class Gates:
         self.config = config
         self.settings = settings
         self._baseline: dict[str, dict[str, Any]] | None = None
+        self._baseline_run: dict[str, Any] | None = None
         self._saved: tuple[list[dict[str, Any]], dict[str, Any] | None] | None = None
         if settings.baseline:
-            run, self._baseline = load_baseline(settings.baseline)
-            self._saved = list(saved_runs_beside(settings.baseline)), run
+            self._baseline_run, self._baseline = load_baseline(settings.baseline)
 
     def saved(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        """Every saved run beside the compared one, and the compared run (for its build and host)."""
-        if self._saved is None:
+        """Every saved run beside the compared one, and the compared run (for its build and host).
+
+        Read when the first compared case finishes, not at start-up: a run with no relative gate
+        never reads the storage.
+        """
+        if self._saved is None and self.settings.baseline:
+            self._saved = list(saved_runs_beside(self.settings.baseline)), self._baseline_run
+        elif self._saved is None:
             bs = getattr(self.config, "_benchmarksession", None)
             compared = {str(path) for path in (getattr(bs, "compared_mapping", None) or {})}
             storage = getattr(bs, "storage", None)

@@ -53,29 +53,26 @@ class RunSpread:
         )
 
 
-def _cuzk(run: Mapping[str, Any]) -> Mapping[str, Any]:
+def _build_and_host(run: Mapping[str, Any]) -> tuple[object, object]:
+    """The daemon build and host fingerprint pytest-cuzk put in a saved run's machine info."""
     info = run.get("machine_info")
     cuzk = info.get("cuzk") if isinstance(info, Mapping) else None
-    return cuzk if isinstance(cuzk, Mapping) else {}
-
-
-def _same_build(run: Mapping[str, Any], build: str, host: object) -> bool:
-    own = _cuzk(run)
-    return own.get("daemon") == build and (own.get("host") or {}).get("fingerprint") == host
+    if not isinstance(cuzk, Mapping):
+        return None, None
+    return cuzk.get("daemon"), (cuzk.get("host") or {}).get("fingerprint")
 
 
 def saved_spread(
     runs: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any], test: str, metric: Metric
 ) -> RunSpread | None:
     """The spread of ``metric`` for ``test`` over the saved runs of ``baseline``'s build and host."""
-    build = _cuzk(baseline).get("daemon")
-    host = (_cuzk(baseline).get("host") or {}).get("fingerprint")
+    build, host = mine = _build_and_host(baseline)
     if not isinstance(build, str) or host is None:
         return None  # saved without pytest-cuzk's machine info: the build is unknown
     values = [
         float(bench["extra_info"][metric.attr])
         for run in runs
-        if _same_build(run, build, host)
+        if _build_and_host(run) == mine
         for bench in run.get("benchmarks", [])
         if bench.get("fullname") == test and (bench.get("extra_info") or {}).get(metric.attr) is not None
     ]
