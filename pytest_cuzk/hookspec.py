@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_cuzk.config.settings import Settings
+    from pytest_cuzk.measure.figures import Figures
+    from pytest_cuzk.run.cases import Case
+    from pytest_cuzk.run.waves import CaseResult
+
     from .backends.choice import DaemonChoice
     from .backends.workspace import Workspace
-    from .cases import Case
-    from .figures import Figures
-    from .runner import CaseResult
     from .scenarios.records import ScenarioFigures
-    from .settings import Settings
 
 hookspec = pytest.hookspec  # keep pluggy's marker under one name
 

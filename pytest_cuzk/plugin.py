@@ -15,21 +15,23 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cuzk.config.options import CASE_FIXTURES, add_options, requested, uses_cuzk
+
 from . import hookspec
-from .options import CASE_FIXTURES, add_options, requested, uses_cuzk
 
 if TYPE_CHECKING:
+    from pytest_cuzk.config.settings import Settings
+    from pytest_cuzk.daemon.client import ProvingClient
+    from pytest_cuzk.fixtures import CuzkData, DaemonInfo
+    from pytest_cuzk.measure.figures import Figures
+    from pytest_cuzk.run.cases import Case
+    from pytest_cuzk.run.waves import CaseResult
+
     from .backends.choice import DaemonChoice
     from .backends.protocol import DaemonBackend
     from .backends.workspace import Workspace
-    from .cases import Case
-    from .client import ProvingClient
-    from .figures import Figures
-    from .handles import CuzkData, DaemonInfo
-    from .runner import CaseResult
     from .scenarios.execution import ScenarioExecution
     from .session import CuzkSession
-    from .settings import Settings
 
 __all__ = ["Dormant"]
 
@@ -83,12 +85,16 @@ class Dormant:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Under xdist the controller collects nothing: a worker's cuzk report wakes it."""
-        if any(name.startswith("cuzk_") for name, _ in report.user_properties):
+        from pytest_cuzk.core.transport import carries_cuzk
+
+        if carries_cuzk(report):
             _session(self.config).pytest_runtest_logreport(report)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        if "cuzk_metric_totals" in getattr(node, "workeroutput", {}):
+        from pytest_cuzk.core.transport import sent_totals
+
+        if sent_totals(getattr(node, "workeroutput", {})) is not None:
             _session(self.config).pytest_testnodedown(node, error)
 
 
@@ -116,7 +122,7 @@ def cuzk_session(pytestconfig: pytest.Config) -> CuzkSession:
 @pytest.fixture(scope="session")
 def cuzk_data(cuzk_session: CuzkSession) -> CuzkData:
     """Test data for the daemon under test (downloaded or generated on first use)."""
-    from .handles import CuzkData
+    from pytest_cuzk.fixtures import CuzkData
 
     return CuzkData(cuzk_session)
 
@@ -124,7 +130,7 @@ def cuzk_data(cuzk_session: CuzkSession) -> CuzkData:
 @pytest.fixture
 def cuzk_daemon(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> DaemonInfo:
     """The daemon under test (started, or attached to), answering GetStatus."""
-    from .handles import started
+    from pytest_cuzk.fixtures import started
 
     return started(cuzk_session, request.node)
 
@@ -132,7 +138,7 @@ def cuzk_daemon(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> Da
 @pytest.fixture
 def cuzk_client(cuzk_session: CuzkSession, cuzk_daemon: DaemonInfo) -> Generator[ProvingClient, None, None]:
     """A gRPC client connected to the daemon under test; calls are bounded by --cuzk-proof-timeout."""
-    from .client import ProvingClient
+    from pytest_cuzk.daemon.client import ProvingClient
 
     with ProvingClient(cuzk_daemon.address, default_timeout=cuzk_session.settings.call_timeout) as client:
         yield client
@@ -146,7 +152,7 @@ def cuzk_ready(
 
     For the kinds of the test's ``@pytest.mark.cuzk_kinds(...)``, else every selected kind.
     """
-    from .handles import ready
+    from pytest_cuzk.fixtures import ready
 
     return ready(cuzk_session, cuzk_daemon, request.node)
 
@@ -154,7 +160,7 @@ def cuzk_ready(
 @pytest.fixture
 def cuzk_target(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> DaemonBackend:
     """The ready daemon for this test's case (restarted for its batch size when spawned)."""
-    from .handles import target
+    from pytest_cuzk.fixtures import target
 
     return target(cuzk_session, request.node)
 
@@ -164,7 +170,7 @@ def cuzk_run(
     cuzk_session: CuzkSession, cuzk_target: DaemonBackend, request: pytest.FixtureRequest
 ) -> Callable[[Case], CaseResult]:
     """Run a suite case against its daemon: proofs in waves, memory sampled, sinks fed, gates applied."""
-    from .handles import case_runner
+    from pytest_cuzk.fixtures import case_runner
 
     return case_runner(cuzk_session, cuzk_target, request.node, _benchmark(request))
 
@@ -174,7 +180,7 @@ def cuzk_scenario(
     cuzk_session: CuzkSession, cuzk_target: DaemonBackend, request: pytest.FixtureRequest
 ) -> ScenarioExecution:
     """Run a load scenario of the case against its daemon: ``.server(case)``, ``.priority``, ``.sweep``."""
-    from .handles import scenario_runner
+    from pytest_cuzk.fixtures import scenario_runner
 
     return scenario_runner(cuzk_session, cuzk_target, request.node, _benchmark(request))
 

@@ -19,29 +19,27 @@ from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 
-from .backends.workspace import Workspace
-from .options import CASE_FIXTURES, uses_cuzk
+from pytest_cuzk.backends.workspace import Workspace
+from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
+from pytest_cuzk.core import transport
 
 if TYPE_CHECKING:
+    from pytest_cuzk.backends.readiness import Readiness
+    from pytest_cuzk.config.settings import Settings
+    from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.data.testdata import TestData
+    from pytest_cuzk.measure.figures import Figures
+    from pytest_cuzk.measure.ledger import MetricLedger
+
     from .backends.choice import DaemonChoice
     from .backends.protocol import DaemonBackend
-    from .figures import Figures
-    from .ledger import MetricLedger
-    from .progress import StatusLine
-    from .readiness import Readiness
     from .scenarios.records import ScenarioFigures
-    from .settings import Settings
-    from .testdata import TestData
     from .wire.kinds import ProofKindInfo
 
-__all__ = ["FIGURES_KEY", "LOG_MARK_KEY", "SCENARIO_KEY", "CuzkSession"]
+__all__ = ["CuzkSession"]
 
 _SCENARIO_TESTS = ("test_server", "test_priority", "test_sweep")  # the suite's load scenarios
 _SCENARIO_FILE = "test_scenarios.py"
-
-FIGURES_KEY = pytest.StashKey["Figures"]()
-SCENARIO_KEY = pytest.StashKey["ScenarioFigures"]()
-LOG_MARK_KEY = pytest.StashKey["tuple[DaemonBackend, object, int]"]()
 
 
 class CuzkSession:
@@ -71,7 +69,7 @@ class CuzkSession:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            from .settings import resolve_settings
+            from pytest_cuzk.config.settings import resolve_settings
 
             self._settings = resolve_settings(self.config)
         return self._settings
@@ -96,7 +94,7 @@ class CuzkSession:
 
     def data(self, backend: DaemonBackend) -> TestData:
         """The test data of the engine behind ``backend`` (shared by daemons with the same manifest)."""
-        from .testdata import TestData
+        from pytest_cuzk.data.testdata import TestData
 
         manifest = backend.profile().manifest()
         if manifest not in self._data:
@@ -109,7 +107,7 @@ class CuzkSession:
     @property
     def readiness(self) -> Readiness:
         if self._readiness is None:
-            from .readiness import Readiness
+            from pytest_cuzk.backends.readiness import Readiness
 
             self._readiness = Readiness(self.settings, lambda b, k: self.data(b).request(k), self.status)
         return self._readiness
@@ -117,7 +115,7 @@ class CuzkSession:
     @property
     def ledger(self) -> MetricLedger:
         if self._ledger is None:
-            from .ledger import MetricLedger
+            from pytest_cuzk.measure.ledger import MetricLedger
 
             self._ledger = MetricLedger()
         return self._ledger
@@ -149,7 +147,7 @@ class CuzkSession:
     def status(self) -> StatusLine:
         """The live line every wait shows on the terminal, written past pytest's capture."""
         if self._status is None:
-            from .progress import StatusLine
+            from pytest_cuzk.core.progress import StatusLine
 
             self._status = StatusLine(self._terminal)
         return self._status
@@ -164,7 +162,7 @@ class CuzkSession:
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         for name in CASE_FIXTURES:
             if name in metafunc.fixturenames:
-                from .cases import case_params
+                from pytest_cuzk.run.cases import case_params
 
                 choice = self.choice
                 labels = [b.label for b in choice.backends]
@@ -177,7 +175,7 @@ class CuzkSession:
         self.collected = any(uses_cuzk(item) for item in items)
         if not self.collected:
             return  # nothing of cuzk here: not even its modules are loaded
-        from .cases import order_items
+        from pytest_cuzk.run.cases import order_items
 
         bad = [
             f"{item.nodeid}: @pytest.mark.cuzk_kinds: {why}"
@@ -215,7 +213,8 @@ class CuzkSession:
         """Only the kinds the run selected (``-k porep``, ``cuzk_kinds`` markers) get preload and warm-up."""
         if not self.collected:
             return
-        from .cases import item_case
+        from pytest_cuzk.run.cases import item_case
+
         from .wire.kinds import by_name
 
         cases = [c for c in (item_case(i) for i in session.items) if c is not None]
@@ -230,7 +229,7 @@ class CuzkSession:
         """Under xdist, attached daemons are never shared: each worker takes one daemon's tests."""
         if not self.asked or config.getvalue("dist") != "load" or not self.choice.attached:
             return None
-        from .fleet import DaemonScheduling
+        from pytest_cuzk.backends.fleet import DaemonScheduling
 
         return DaemonScheduling(config, log, list(self.backends))
 
@@ -244,7 +243,7 @@ class CuzkSession:
         """Only a run that asked for cuzk hears of it (and only such a run probes for a daemon)."""
         if not self.settings.requested:
             return []
-        from .report import header_lines
+        from pytest_cuzk.sinks.terminal import header_lines
 
         return header_lines(self)
 
@@ -254,12 +253,19 @@ class CuzkSession:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """Attach the daemon log of a failing test, and carry each case's figures to the controller."""
         report = yield
+        from pytest_cuzk.backends.protocol import LOG_MARK_KEY
+        from pytest_cuzk.run.cases import item_case
+
+        case = item_case(item)
+        if case is not None:  # which suite case this is, also for one that never ran
+            facts = {"label": case.label, "kind": case.kind.name, "batch_size": case.batch_size}
+            transport.send(report, transport.CASE, facts | {"concurrency": case.concurrency})
         seen = item.stash.get(LOG_MARK_KEY, None)
         if seen is None:
             return report
         backend, log, offset = seen
-        if report.when == "setup" and (report.failed or report.skipped):
-            report.user_properties.append(("cuzk_not_run", _first_line(report)))
+        if report.failed or report.skipped:
+            transport.send(report, transport.NOT_RUN, _first_line(report))
         if report.failed and backend.log is not None:
             since = offset if backend.log is log else 0  # a restarted daemon has a new log
             report.sections.append(("cuzk daemon log", backend.log.log_tail(60, since=since)))
@@ -267,16 +273,14 @@ class CuzkSession:
         if report.when == "call" and call.excinfo is not None:
             self._after_a_timeout(item, backend, call.excinfo.value)
         if report.when == "call":
+            from pytest_cuzk.run.execution import FINISHED_KEY
+
             for cold in backend.state.cold:
                 key = f"{self.worker}/{backend.label}/{cold.batch_size}/{cold.start_s}"
                 record = {"key": key, **cold.to_dict(), "restarts": list(backend.state.restarts)}
-                report.user_properties.append(("cuzk_cold", record))
-            figures = item.stash.get(FIGURES_KEY, None)
-            if figures is not None:
-                report.user_properties.append(("cuzk_figures", figures.to_dict()))
-            scenario = item.stash.get(SCENARIO_KEY, None)
-            if scenario is not None:
-                report.user_properties.append(("cuzk_scenario", scenario.to_dict()))
+                transport.send(report, transport.COLD, record)
+            for key, value in item.stash.get(FINISHED_KEY, {}).items():
+                transport.send(report, key, value)
         if report.when == "teardown":
             self.ledger.observe(backend)
         return report
@@ -288,7 +292,7 @@ class CuzkSession:
         attached, taken out of the run), one still busy with the proof restarted likewise.
         pytest-timeout's signal method fails the test with its message; its thread method ends pytest.
         """
-        from .errors import DeadlineExceeded, ProofTimeout
+        from pytest_cuzk.core.errors import DeadlineExceeded, ProofTimeout
 
         stopped = isinstance(error, pytest.fail.Exception) and str(error).endswith("from pytest-timeout.")
         if not (stopped or isinstance(error, (ProofTimeout, DeadlineExceeded))) or not backend.alive():
@@ -301,44 +305,40 @@ class CuzkSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the figures every test (on any worker) reported, and what did not run and why."""
-        for name, value in report.user_properties:
-            if not name.startswith("cuzk_"):
-                continue
-            from .figures import Figures
-
-            if name == "cuzk_not_run" and report.when == "setup":
+        for key, value in transport.received(report):
+            if key == transport.NOT_RUN:
                 self.not_run.append((report.nodeid, str(value)))
-            elif report.when != "call":
-                continue
-            elif name in ("cuzk_figures", "cuzk_scenario") and isinstance(value, dict):
-                if name == "cuzk_figures":
+            elif key in (transport.FIGURES, transport.SCENARIO) and isinstance(value, dict):
+                if key == transport.FIGURES:
+                    from pytest_cuzk.measure.figures import Figures
+
                     self.rows.append(Figures.from_dict(value))
                 else:
-                    from .scenarios.records import scenario_from_dict
+                    from pytest_cuzk.scenarios.records import scenario_from_dict
 
                     self.scenarios.append(scenario_from_dict(value))
                 if getattr(report, "wasxfail", None):
                     self.known.append((report.nodeid, str(report.wasxfail)))
-            elif name == "cuzk_cold" and isinstance(value, dict):
+            elif key == transport.COLD and isinstance(value, dict):
                 self.colds[value["key"]] = value
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """A worker hands its counter totals to the controller."""
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None and self._ledger is not None:
-            workeroutput["cuzk_metric_totals"] = self._ledger.to_wire()
+            workeroutput[transport.METRIC_TOTALS] = self._ledger.to_wire()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """Add a finished xdist worker's counter totals to the controller's."""
-        totals = getattr(node, "workeroutput", {}).get("cuzk_metric_totals")
+        totals = transport.sent_totals(getattr(node, "workeroutput", {}))
         if totals:
             self.ledger.merge_wire(totals)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not (self.rows or self.scenarios or self.colds or self.not_run):
             return
-        from .report import summary_lines
+        from pytest_cuzk.sinks.terminal import summary_lines
 
         terminalreporter.write_sep("=", "cuzk proving summary")
         for line in summary_lines(self):
@@ -351,7 +351,7 @@ class CuzkSession:
         """GPUs, driver, CUDA, host RAM/CPU and the daemon build: compared runs say which build is which."""
         if not self.asked:
             return
-        from .hostinfo import host_info
+        from pytest_cuzk.host.info import host_info
 
         backends = self.choice.backends
         machine_info["cuzk"] = {

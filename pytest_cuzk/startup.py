@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from .outcome import as_usage_error
+from pytest_cuzk.config.settings import check_paths, resolve_settings
+from pytest_cuzk.core.outcome import as_usage_error
+
 from .session import CuzkSession
-from .settings import check_paths, resolve_settings
 
 __all__ = ["CUZK_SESSION", "DORMANT", "SUITE", "session_of", "start_session"]
 
@@ -31,17 +32,17 @@ def start_session(config: pytest.Config) -> None:
         config.args = [SUITE]
     session = _register(config, CuzkSession(config, settings))
     if settings.gates_asked:
-        from .gates import Gates
+        from pytest_cuzk.verdicts.gates import Gates
 
         with as_usage_error():
             config.pluginmanager.register(Gates(config, settings), "cuzk_gates")
     if settings.manifest is not None:
-        from .manifest import load_manifest
+        from pytest_cuzk.data.manifest import load_manifest
 
         with as_usage_error():
             load_manifest(settings.manifest)
     if settings.plots:
-        from .plots import Plotter
+        from pytest_cuzk.sinks.plots import Plotter
 
         config.pluginmanager.register(Plotter(settings.plots), "cuzk_plots")
     if settings.html:
@@ -49,7 +50,7 @@ def start_session(config: pytest.Config) -> None:
 
         config.pluginmanager.register(RunReport(config, session, settings.html), "cuzk_html")
     if settings.results_db:
-        from .recording import Recorder
+        from pytest_cuzk.sinks.recording import Recorder
 
         recorder = Recorder(settings, session.worker, session.backend)
         config.pluginmanager.register(recorder, "cuzk_recorder")

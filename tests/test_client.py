@@ -13,15 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from pytest_cuzk.client import (
-    AWAIT_MARGIN_S,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    ProofResult,
-    ProvingClient,
-    parse_metrics,
-)
-from pytest_cuzk.errormap import ERROR_CLASSES
-from pytest_cuzk.errors import (
+from pytest_cuzk.core.errors import (
     DaemonUnavailable,
     DeadlineExceeded,
     InternalError,
@@ -34,6 +26,14 @@ from pytest_cuzk.errors import (
     RpcError,
     Unimplemented,
 )
+from pytest_cuzk.daemon.client import (
+    AWAIT_MARGIN_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    ProofResult,
+    ProvingClient,
+    parse_metrics,
+)
+from pytest_cuzk.daemon.errormap import ERROR_CLASSES
 from pytest_cuzk.proto import pb, pb_grpc
 from pytest_cuzk.wire.addresses import Address, parse_address
 

@@ -25,10 +25,10 @@ from engine_support import copy_params, fill, tmpfs
 from pytest_cuzk.backends.process import DaemonProcess, daemon_config, listen_address
 from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile
 from pytest_cuzk.backends.reference import RefProfile
-from pytest_cuzk.client import ProvingClient
-from pytest_cuzk.errors import ProofTimeout
-from pytest_cuzk.inputs import build_request
-from pytest_cuzk.manifest import load_manifest
+from pytest_cuzk.core.errors import ProofTimeout
+from pytest_cuzk.daemon.client import ProvingClient
+from pytest_cuzk.data.inputs import build_request
+from pytest_cuzk.data.manifest import load_manifest
 from pytest_cuzk.refengine.gendata import generate
 from pytest_cuzk.wire.kinds import KINDS
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from httpserver import FileServer
 
-from pytest_cuzk import datastore
-from pytest_cuzk.datastore import DataStore
-from pytest_cuzk.errors import DataUnavailable, ManifestError
-from pytest_cuzk.manifest import Manifest, load_manifest
-from pytest_cuzk.testdata import DEFAULT_MANIFEST
+from pytest_cuzk.core.errors import DataUnavailable, ManifestError
+from pytest_cuzk.data import store as datastore
+from pytest_cuzk.data.manifest import Manifest, load_manifest
+from pytest_cuzk.data.store import DataStore
+from pytest_cuzk.data.testdata import DEFAULT_MANIFEST
 from pytest_cuzk.wire.kinds import KINDS
 
 # A whole C1 output wrapper (about 1 MB): a download that no sha256 pins must parse as one.
@@ -413,8 +413,8 @@ request = {sector_number = 2}
 
 
 def test_requests_take_the_sectors_in_turn_with_their_own_fields(tmp_path, pytester):
-    from pytest_cuzk.settings import resolve_settings
-    from pytest_cuzk.testdata import TestData
+    from pytest_cuzk.config.settings import resolve_settings
+    from pytest_cuzk.data.testdata import TestData
 
     body = """
 [[kinds.porep]]

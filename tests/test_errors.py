@@ -5,8 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from pytest_cuzk.errormap import ERROR_CLASSES, GENERIC_CODES, map_grpc_errors
-from pytest_cuzk.errors import (
+from pytest_cuzk.core.errors import (
     CuzkError,
     MessageTooLarge,
     NotFound,
@@ -15,6 +14,7 @@ from pytest_cuzk.errors import (
     ProofTimeout,
     RpcError,
 )
+from pytest_cuzk.daemon.errormap import ERROR_CLASSES, GENERIC_CODES, map_grpc_errors
 
 
 class FakeCall(grpc.RpcError):

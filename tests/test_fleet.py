@@ -6,7 +6,7 @@ import re
 
 from support import PROVE_SOURCE, QUICK_PLAN, ref_daemons
 
-from pytest_cuzk.results import ResultsDB
+from pytest_cuzk.results.database import ResultsDB
 
 
 def test_two_daemons_prove_in_parallel_and_land_in_one_database(pytester, tmp_path):

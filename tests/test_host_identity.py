@@ -7,8 +7,8 @@ import socket
 import pytest
 from support import PROVE_SOURCE
 
-from pytest_cuzk.results import ResultsDB
-from pytest_cuzk.settings import THIS_DAEMON, daemon_value, resolve_settings
+from pytest_cuzk.config.settings import THIS_DAEMON, daemon_value, resolve_settings
+from pytest_cuzk.results.database import ResultsDB
 
 MIB = 2**20
 

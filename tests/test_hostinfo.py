@@ -14,9 +14,9 @@ from typing import Any
 import pynvml
 import pytest
 
-from pytest_cuzk.hostinfo import GpuInfo, binary_sha256, daemon_identity, host_info
-from pytest_cuzk.wire import nvml
-from pytest_cuzk.wire.nvml import nvml_session
+from pytest_cuzk.host import nvml
+from pytest_cuzk.host.info import GpuInfo, binary_sha256, daemon_identity, host_info
+from pytest_cuzk.host.nvml import nvml_session
 
 GIB = 1 << 30
 

@@ -11,8 +11,8 @@ import pytest
 from support import PROVE_SOURCE
 from test_perf import FLEET, RTX, store
 
+from pytest_cuzk.config.settings import OPTIONS
 from pytest_cuzk.perf.cli import main
-from pytest_cuzk.settings import OPTIONS
 
 db_url, pg_server = pg.db_url, pg.pg_server
 browser = chromium.browser

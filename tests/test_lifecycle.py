@@ -17,9 +17,9 @@ import pytest
 from pytest_cuzk.backends.choice import choose
 from pytest_cuzk.backends.process import DaemonProcess, daemon_config, describe_exit, listen_address
 from pytest_cuzk.backends.workspace import Workspace
-from pytest_cuzk.errors import CuzkError, DaemonExited
+from pytest_cuzk.config.settings import resolve_settings
+from pytest_cuzk.core.errors import CuzkError, DaemonExited
 from pytest_cuzk.proto import pb, pb_grpc
-from pytest_cuzk.settings import resolve_settings
 
 EXITS_AT_ONCE = "import sys; print('bad config: no GPU', flush=True); sys.exit(3)"
 NEVER_ANSWERS = "import time; print('starting', flush=True); time.sleep(600)"

@@ -13,7 +13,7 @@ import pynvml
 import pytest
 from test_hostinfo import FakeNvml
 
-from pytest_cuzk.memory import TRAVEL_MARKS, TRAVEL_POINTS, DaemonSampler, MemoryReport, MemorySeries
+from pytest_cuzk.measure.memory import TRAVEL_MARKS, TRAVEL_POINTS, DaemonSampler, MemoryReport, MemorySeries
 
 MB = 1_000_000
 

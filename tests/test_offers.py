@@ -33,12 +33,12 @@ import pg
 import pytest
 from test_perf import body
 
-from pytest_cuzk.figures import METRICS, regression
+from pytest_cuzk.measure.figures import METRICS, regression
 from pytest_cuzk.perf.cli import main
 from pytest_cuzk.perf.offerfile import Offer, OfferFileError, read_offers
 from pytest_cuzk.perf.predict import gpu_key, memory_verdict
-from pytest_cuzk.records import HostRecord, RunRecord, TestRecord
-from pytest_cuzk.results import ResultsDB
+from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.rows import HostRecord, RunRecord, TestRecord
 
 db_url, pg_server = pg.db_url, pg.pg_server
 DATA = Path(__file__).resolve().parents[1] / "fixtures"

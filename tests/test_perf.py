@@ -16,8 +16,8 @@ import pg
 import pytest
 
 from pytest_cuzk.perf.cli import main, parse_fail, parse_percent
-from pytest_cuzk.records import HostRecord, RunRecord, TestRecord
-from pytest_cuzk.results import ResultsDB
+from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.rows import HostRecord, RunRecord, TestRecord
 
 db_url, pg_server = pg.db_url, pg.pg_server  # each test runs on SQLite and on PostgreSQL
 GIB = 2**30

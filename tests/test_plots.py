@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from test_hostinfo import FakeNvml
 
-from pytest_cuzk.memory import DaemonSampler, MemoryReport
-from pytest_cuzk.plots import plot_memory
+from pytest_cuzk.measure.memory import DaemonSampler, MemoryReport
+from pytest_cuzk.sinks.plots import plot_memory
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from pytest_cuzk import progress
-from pytest_cuzk.progress import StatusLine
+from pytest_cuzk.core import progress
+from pytest_cuzk.core.progress import StatusLine
 
 
 class Clock:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from pytest_cuzk.errors import ProofStructureError
-from pytest_cuzk.proofcheck import G1_LEN, G2_LEN, check_proof
+from pytest_cuzk.core.errors import ProofStructureError
+from pytest_cuzk.daemon.proofcheck import G1_LEN, G2_LEN, check_proof
 from pytest_cuzk.wire.kinds import KINDS
 
 # BLS12-381 base field modulus.

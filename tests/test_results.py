@@ -13,8 +13,7 @@ import pg
 import pytest
 import sqlalchemy as sa
 
-from pytest_cuzk.records import HostRecord, RunRecord, TestRecord
-from pytest_cuzk.results import (
+from pytest_cuzk.results.database import (
     SCHEMA_VERSION,
     ResultsDB,
     build_metadata,
@@ -24,6 +23,7 @@ from pytest_cuzk.results import (
     normalize_url,
     schema_version,
 )
+from pytest_cuzk.results.rows import HostRecord, RunRecord, TestRecord
 
 db_url, pg_server = pg.db_url, pg.pg_server  # each test runs on SQLite and on PostgreSQL
 REPO = Path(__file__).resolve().parents[1]
@@ -33,8 +33,8 @@ GIB = 2**30
 # finishes on its own (``count`` < 0), so it must be killed, or it writes ``count`` tests and ends.
 WRITER = """
 import sys
-from pytest_cuzk.records import HostRecord, RunRecord, TestRecord
-from pytest_cuzk.results import ResultsDB
+from pytest_cuzk.results.rows import HostRecord, RunRecord, TestRecord
+from pytest_cuzk.results.database import ResultsDB
 url, label, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 host = HostRecord.of(gpu_models=["RTX 4090"], gpu_count=1, vram_total_bytes=24 << 30, cpu_model="cpu",
                      cpu_cores=8, ram_bytes=64 << 30)

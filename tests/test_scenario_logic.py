@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_cuzk.runner import ProofRecord
+from pytest_cuzk.run.waves import ProofRecord
 from pytest_cuzk.scenarios.bounds import Budget, Tail
 from pytest_cuzk.scenarios.records import (
     PriorityFigures,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cuzk.options import OPTIONS
-from pytest_cuzk.settings import resolve_settings
-from pytest_cuzk.slo import Slo
+from pytest_cuzk.config.options import OPTIONS
+from pytest_cuzk.config.settings import resolve_settings
+from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.wire.units import parse_size
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import psutil
 
-from ..client import ProvingClient
-from ..errors import CuzkError, DaemonExited
-from ..records import HostRecord
+from pytest_cuzk.core.errors import CuzkError, DaemonExited
+from pytest_cuzk.daemon.client import ProvingClient
+from pytest_cuzk.results.rows import HostRecord
+
 from ..wire.addresses import is_local, parse_address
 from ..wire.kinds import ProofKindInfo
 from .health import probe

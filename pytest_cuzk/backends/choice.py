@@ -11,8 +11,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CuzkError
-from ..settings import THIS_DAEMON, Settings, daemon_value
+from pytest_cuzk.config.settings import THIS_DAEMON, Settings, daemon_value
+from pytest_cuzk.core.errors import CuzkError
+
 from ..wire.addresses import label_from_address
 from .protocol import DaemonBackend, Mode
 from .workspace import Workspace
@@ -49,7 +50,7 @@ def find_binary(explicit: Path | None) -> Path | None:
 
 def _answers(address: str, timeout_s: float) -> bool:
     """One GetStatus: a closed port is refused at once, so the probe costs nothing when no one listens."""
-    from ..client import ProvingClient
+    from pytest_cuzk.daemon.client import ProvingClient
 
     try:
         with ProvingClient(address) as client:

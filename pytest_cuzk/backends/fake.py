@@ -23,10 +23,11 @@ from pathlib import Path
 import grpc
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from ..errors import DaemonExited
+from pytest_cuzk.config.slo import Slo
+from pytest_cuzk.core.errors import DaemonExited
+from pytest_cuzk.results.rows import HostRecord
+
 from ..proto import pb, pb_grpc
-from ..records import HostRecord
-from ..slo import Slo
 from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, by_circuit, by_enum
 from ..wire.vanilla import write_vanilla_proofs
 from .protocol import (

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..client import ProvingClient
-from ..errors import CuzkError
+from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.daemon.client import ProvingClient
+
 from .process import process_state
 
 __all__ = ["probe"]

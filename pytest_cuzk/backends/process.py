@@ -26,8 +26,9 @@ from typing import Any
 
 import tomli_w
 
-from ..client import ProvingClient
-from ..errors import CuzkError, DaemonExited, NotCuzkServer, Unimplemented
+from pytest_cuzk.core.errors import CuzkError, DaemonExited, NotCuzkServer, Unimplemented
+from pytest_cuzk.daemon.client import ProvingClient
+
 from ..wire.units import format_bytes
 
 if sys.version_info >= (3, 11):

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..client import ProvingClient
-from ..errors import CuzkError
-from ..slo import Slo
+from pytest_cuzk.config.slo import Slo
+from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.daemon.client import ProvingClient
+
 from ..wire.kinds import ProofKindInfo
 from .protocol import EngineProfile, Verifier
 

@@ -17,15 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import pytest
+
 from ..wire.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
-    from ..progress import StatusLine
+    from pytest_cuzk.config.slo import Slo
+    from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.results.rows import HostRecord
+
     from ..proto import pb
-    from ..records import HostRecord
-    from ..slo import Slo
 
 __all__ = [
+    "LOG_MARK_KEY",
     "BackendState",
     "ColdStart",
     "DaemonBackend",
@@ -213,3 +217,8 @@ class DaemonBackend(Protocol):
 def no_lock() -> AbstractContextManager[object]:
     """For backends whose cache no other daemon of this run shares."""
     return contextlib.nullcontext()
+
+
+# On a test item that used a daemon: the daemon, its log then, and the log's size then (what the
+# test's own lines are, if it fails).
+LOG_MARK_KEY = pytest.StashKey["tuple[DaemonBackend, DaemonLog | None, int]"]()

@@ -14,9 +14,10 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_cuzk.config.slo import Slo
+
 from .. import __version__
 from ..proto import pb
-from ..slo import Slo
 from ..wire.kinds import ProofKindInfo
 from .process import daemon_config
 from .profiles import CUZK_KNOWN_ISSUES, known_issue

@@ -21,10 +21,11 @@ from typing import Any
 
 from filelock import FileLock
 
-from ..errors import CuzkError, DaemonExited, ReadinessError
-from ..progress import StatusLine
-from ..records import HostRecord
-from ..settings import Settings
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.core.errors import CuzkError, DaemonExited, ReadinessError
+from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.results.rows import HostRecord
+
 from ..wire.kinds import ProofKindInfo
 from .health import probe
 from .process import DaemonProcess, daemon_config, listen_address, stuck_state
@@ -284,6 +285,6 @@ class SpawnedCuzk(SpawnedDaemon):
         return found or fallback
 
     def identity(self) -> str:
-        from ..hostinfo import binary_sha256
+        from pytest_cuzk.host.info import binary_sha256
 
         return f"{self.binary.name} sha256:{binary_sha256(self.binary)[:16]}"

@@ -17,10 +17,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from pytest_cuzk.measure.figures import Samples
+from pytest_cuzk.measure.memory import MemoryReport
+from pytest_cuzk.sinks.plots import memory_figure
+
 from ..backends.protocol import ColdStart
-from ..figures import Samples
-from ..memory import MemoryReport
-from ..plots import memory_figure
 from ..scenarios.records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 
 __all__ = [

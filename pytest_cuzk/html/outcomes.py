@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 
-from ..figures import Figures
+from pytest_cuzk.core import transport
+from pytest_cuzk.measure.figures import Figures
+
 from ..scenarios.records import ScenarioFigures, scenario_from_dict
 
-__all__ = ["CASE_PROPERTY", "PROOFS_PROPERTY", "Outcomes", "TestEntry"]
-
-CASE_PROPERTY = "cuzk_case"  # on the setup report of a suite case, also one that never ran
-PROOFS_PROPERTY = "cuzk_proofs"
+__all__ = ["Outcomes", "TestEntry"]
 _WORST = {"passed": 0, "skipped": 1, "xfailed": 2, "xpassed": 3, "failed": 4, "error": 5}
 _REASON_CHARS = 4000
 
@@ -77,14 +76,14 @@ class Outcomes:
         entry = self.tests.setdefault(report.nodeid, TestEntry(report.nodeid))
         if report.when == "call":
             entry.duration_s = report.duration
-        for name, value in report.user_properties:
-            if name == CASE_PROPERTY and isinstance(value, dict):
+        for key, value in transport.received(report):
+            if key == transport.CASE and isinstance(value, dict):
                 entry.case = value
-            elif name == "cuzk_figures" and isinstance(value, dict):
+            elif key == transport.FIGURES and isinstance(value, dict):
                 entry.figures = Figures.from_dict(value)
-            elif name == "cuzk_scenario" and isinstance(value, dict):
+            elif key == transport.SCENARIO and isinstance(value, dict):
                 entry.scenario = scenario_from_dict(value)
-            elif name == PROOFS_PROPERTY and isinstance(value, list):
+            elif key == transport.PROOFS and isinstance(value, list):
                 entry.proofs = [(float(s), bool(ok)) for s, ok in value]
         category = self.config.hook.pytest_report_teststatus(report=report, config=self.config)[0]
         if category and _WORST.get(category, 0) >= _WORST.get(entry.outcome, -1):

@@ -1,7 +1,7 @@
 """The run report sink: one self-contained HTML page for the whole run (``--cuzk-html=PATH``).
 
 Registered in every process. Where a case runs (an xdist worker, or the only process) it
-sends the case's proof latencies on with the call report, as the session sends the figures;
+adds the case's proof latencies to what the session sends with the call report;
 on the controller it gathers every report and, at the end of the session, writes the page,
 also when tests failed or the run was interrupted. The terminal summary says where it is.
 """
@@ -11,32 +11,33 @@ from __future__ import annotations
 import datetime as dt
 import time
 import warnings
-from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..cases import Case
-from ..errors import CuzkWarning
+from pytest_cuzk.core import transport
+from pytest_cuzk.core.errors import CuzkWarning
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.execution import FINISHED_KEY
+
 from ..wire.files import atomic_write
-from .outcomes import CASE_PROPERTY, PROOFS_PROPERTY, Outcomes
+from .outcomes import Outcomes
 
 if TYPE_CHECKING:
-    from ..figures import Figures
-    from ..runner import CaseResult
-    from ..session import CuzkSession
+    from pytest_cuzk.measure.figures import Figures
+    from pytest_cuzk.run.waves import CaseResult
+    from pytest_cuzk.sinks.view import RunView
 
 __all__ = ["RunReport"]
 
-PROOFS_KEY = pytest.StashKey[list[list[Any]]]()
 MAX_PROOFS = 2000  # latencies sent per case: a distribution, not an archive
 
 
 class RunReport:
     """Collects what the page needs and writes it on the controller."""
 
-    def __init__(self, config: pytest.Config, session: CuzkSession, path: Path) -> None:
+    def __init__(self, config: pytest.Config, session: RunView, path: Path) -> None:
         if path.is_dir():
             raise pytest.UsageError(
                 f"--cuzk-html {path} is a directory: give a file, e.g. {path / 'cuzk.html'}"
@@ -55,23 +56,9 @@ class RunReport:
     def pytest_cuzk_case_finished(
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
-        item.stash[PROOFS_KEY] = [[round(p.wall_s, 4), p.ok] for p in result.proofs[:MAX_PROOFS]]
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        """Say which suite case a test is (also one that never ran), and send its proof latencies."""
-        report = yield
-        callspec = getattr(item, "callspec", None)  # a suite case, not a per-kind check
-        case = callspec.params.get("cuzk_case") if callspec is not None else None
-        if report.when == "setup" and isinstance(case, Case):
-            facts = {"label": case.label, "kind": case.kind.name, "batch_size": case.batch_size}
-            report.user_properties.append((CASE_PROPERTY, facts | {"concurrency": case.concurrency}))
-        proofs = item.stash.get(PROOFS_KEY, None)
-        if report.when == "call" and proofs is not None:
-            report.user_properties.append((PROOFS_PROPERTY, proofs))
-        return report
+        """Send the case's proof latencies with its figures (the latency chart's points)."""
+        proofs = [[round(p.wall_s, 4), p.ok] for p in result.proofs[:MAX_PROOFS]]
+        item.stash.setdefault(FINISHED_KEY, {})[transport.PROOFS] = proofs
 
     # --- on the controller ---------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

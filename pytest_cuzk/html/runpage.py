@@ -13,19 +13,20 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.host.info import host_info
+from pytest_cuzk.measure.figures import METRICS, Figures
+from pytest_cuzk.measure.ledger import series_name
+
 from ..backends.protocol import ColdStart
-from ..errors import CuzkError
-from ..figures import METRICS, Figures
-from ..hostinfo import host_info
-from ..ledger import series_name
 from ..wire.units import format_bytes
 from .charts import cold_timeline, latency_chart, memory_chart, scenario_chart, windows_chart
 from .outcomes import Outcomes, TestEntry
 from .render import show
 
 if TYPE_CHECKING:
-    from ..session import CuzkSession
-    from ..settings import Settings
+    from pytest_cuzk.config.settings import Settings
+    from pytest_cuzk.sinks.view import RunView
 
 __all__ = ["case_view", "details", "gates", "run_page"]
 
@@ -105,7 +106,7 @@ def gates(s: Settings) -> list[str]:
     return out
 
 
-def _daemons(session: CuzkSession) -> tuple[str, list[dict[str, Any]]]:
+def _daemons(session: RunView) -> tuple[str, list[dict[str, Any]]]:
     try:
         choice = session.choice
     except CuzkError as exc:
@@ -134,13 +135,13 @@ def _verdict(counts: Mapping[str, int], exitstatus: int) -> tuple[str, str]:
     return "good", "Passed"
 
 
-def _colds(session: CuzkSession) -> list[dict[str, Any]]:
+def _colds(session: RunView) -> list[dict[str, Any]]:
     return [
         {"cold": ColdStart.from_dict(c), "restarts": c.get("restarts", [])} for c in session.colds.values()
     ]
 
 
-def _deltas(session: CuzkSession) -> list[tuple[str, str, float]]:
+def _deltas(session: RunView) -> list[tuple[str, str, float]]:
     return [
         (label, series_name(key), delta)
         for label, totals in sorted(session.ledger.totals().items())
@@ -150,7 +151,7 @@ def _deltas(session: CuzkSession) -> list[tuple[str, str, float]]:
 
 
 def run_page(
-    outcomes: Outcomes, session: CuzkSession, started: dt.datetime, duration_s: float, exitstatus: int
+    outcomes: Outcomes, session: RunView, started: dt.datetime, duration_s: float, exitstatus: int
 ) -> dict[str, Any]:
     """The run report's template context."""
     s, config = session.settings, session.config

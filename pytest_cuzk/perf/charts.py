@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..records import ResultRow
-from ..results import ResultsDB
+from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.rows import ResultRow
+
 from ..wire.units import GIB
 from .queries import NO_DATA, best, gpus, group, tops
 

@@ -18,8 +18,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..figures import METRICS
-from ..results import ResultsDB
+from pytest_cuzk.measure.figures import METRICS
+from pytest_cuzk.results.database import ResultsDB
+
 from ..wire import units
 from ..wire.kinds import by_name
 from .charts import cmd_plot

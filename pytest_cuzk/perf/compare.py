@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..comparison import Side, compare
-from ..figures import METRICS, Samples
-from ..records import ResultRow
-from ..results import ResultsDB
-from ..tables import table
+from pytest_cuzk.measure.figures import METRICS, Samples
+from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.rows import ResultRow
+from pytest_cuzk.sinks.tables import table
+from pytest_cuzk.verdicts.comparison import Side, compare
+
 from .queries import group, labels, values
 
 __all__ = ["cmd_compare", "compare_rows", "resolve_build"]

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..records import ResultRow
-from ..results import ResultsDB
+from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.rows import ResultRow
 
 __all__ = ["cmd_export", "flat"]
 

@@ -6,9 +6,10 @@ import argparse
 import statistics
 from dataclasses import dataclass
 
-from ..records import ResultRow
-from ..results import ResultsDB
-from ..tables import table
+from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.rows import ResultRow
+from pytest_cuzk.sinks.tables import table
+
 from ..wire.units import format_bytes
 from .queries import NO_DATA, best, config, gpus, group, joined, labels, machine, stat, values
 

@@ -13,9 +13,10 @@ import json
 import sys
 from typing import Any
 
-from ..records import ResultRow
-from ..results import ResultsDB
-from ..tables import table
+from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.rows import ResultRow
+from pytest_cuzk.sinks.tables import table
+
 from ..wire.units import format_bytes
 from .offerfile import Offer, OfferFileError, missing_fields, read_offers
 from .predict import Estimate, estimate

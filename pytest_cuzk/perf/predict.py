@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ..figures import METRICS, regression
-from ..records import ResultRow
+from pytest_cuzk.measure.figures import METRICS, regression
+from pytest_cuzk.results.rows import ResultRow
+
 from ..wire.units import format_bytes
 from .offerfile import Offer
 from .queries import group, joined, machine, values

@@ -6,8 +6,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..figures import METRICS
-from ..records import ResultRow
+from pytest_cuzk.measure.figures import METRICS
+from pytest_cuzk.results.rows import ResultRow
 
 __all__ = [
     "NO_DATA",

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..results import ResultsDB
+from pytest_cuzk.results.database import ResultsDB
+
 from ..wire.files import atomic_write
 
 __all__ = ["cmd_report"]
@@ -14,7 +15,8 @@ __all__ = ["cmd_report"]
 
 def cmd_report(db: ResultsDB, args: argparse.Namespace) -> int:
     """One HTML page: hosts ranked per kind, their history across builds, the latest comparisons."""
-    from ..html.db import db_page  # Jinja2 and the charts only for this subcommand
+    from pytest_cuzk.perf.dbpage import db_page
+
     from ..html.render import render
 
     path = Path(args.html)

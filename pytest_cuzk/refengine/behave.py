@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 import pynvml
 
+from pytest_cuzk.host.nvml import nvml_query, nvml_session
+
 from ..proto import pb
 from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo
-from ..wire.nvml import nvml_query, nvml_session
 
 if TYPE_CHECKING:
     from .engine import Engine

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_cuzk.host.paths import user_cache_dir
+
 from ..wire import units
-from ..wire.paths import user_cache_dir
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable
 from typing import cast
 
-from ..client import ProofResult
-from ..errors import CuzkError
+from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.daemon.client import ProofResult
+from pytest_cuzk.run.waves import ProofRecord, Runner, await_one
+
 from ..proto import pb
-from ..runner import ProofRecord, Runner, await_one
 from ..wire.kinds import ProofKindInfo
 
 __all__ = ["Background"]

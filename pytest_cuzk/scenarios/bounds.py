@@ -13,8 +13,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .. import stats
-from ..runner import ProofRecord
+from pytest_cuzk.measure import stats
+from pytest_cuzk.run.waves import ProofRecord
 
 __all__ = ["Budget", "Tail"]
 

@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from ..cases import Case
-from ..execution import Execution, Running, running
-from ..outcome import as_outcome
-from ..runner import CaseResult, ProofRecord
-from ..session import SCENARIO_KEY
-from ..settings import Settings
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.core import transport
+from pytest_cuzk.core.outcome import as_outcome
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.execution import Execution, Running, running
+from pytest_cuzk.run.waves import CaseResult, ProofRecord
+
 from .bounds import Budget
 from .priority import Priority
 from .records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
@@ -65,12 +66,7 @@ class ScenarioExecution(Execution):
                 else:
                     scenario.run()
             record = scenario.figures(**self._shared(case, scenario, run, time.monotonic() - start))
-        if any(p.timed_out for p in scenario.proofs):
-            self.backend.take_out(f"a proof timed out in {self.item.name}")
-        finished: ScenarioFigures = record
-        self.item.stash[SCENARIO_KEY] = finished
-        if self.benchmark is not None:
-            self.benchmark.extra_info.update(record.to_dict())
+        self.finish(case, record, transport.SCENARIO, scenario.proofs)
         self.item.config.hook.pytest_cuzk_scenario_finished(item=self.item, case=case, figures=record)
         return record
 

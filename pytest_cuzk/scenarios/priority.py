@@ -17,11 +17,12 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..cases import Case
-from ..execution import Running
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.execution import Running
+from pytest_cuzk.run.waves import ProofRecord, Runner, Wave, check_wave, run_wave
+
 from ..proto import pb
-from ..runner import ProofRecord, Runner, Wave, check_wave, run_wave
-from ..settings import Settings
 from ..wire.kinds import ProofKindInfo
 from .background import Background
 from .bounds import Budget, Tail

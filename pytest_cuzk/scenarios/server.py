@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..cases import Case
-from ..execution import Running
-from ..runner import ProofRecord, Wave, check_wave, run_wave
-from ..settings import Settings
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.execution import Running
+from pytest_cuzk.run.waves import ProofRecord, Wave, check_wave, run_wave
+
 from .bounds import Budget, Tail
 from .idle import idle_p50, measure_idle
 from .records import RateStep, ServerFigures

@@ -14,13 +14,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .. import stats
-from ..casefigures import case_figures
-from ..cases import Case
-from ..execution import Running
-from ..measure import Plan, run_case
-from ..runner import ProofRecord
-from ..settings import Settings
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.measure import stats
+from pytest_cuzk.run.casefigures import case_figures
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.execution import Running
+from pytest_cuzk.run.plan import Plan, run_case
+from pytest_cuzk.run.waves import ProofRecord
+
 from .bounds import Budget
 from .records import SweepFigures, SweepPoint
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_cuzk.backends.protocol import DaemonBackend
-from pytest_cuzk.cases import Case
-from pytest_cuzk.client import ProvingClient
-from pytest_cuzk.proofcheck import check_proof
+from pytest_cuzk.daemon.client import ProvingClient
+from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb
+from pytest_cuzk.run.cases import Case
 from pytest_cuzk.session import CuzkSession
 from pytest_cuzk.wire.kinds import ProofKindInfo
 
@@ -59,7 +59,7 @@ def test_malformed_input_fails_cleanly_and_the_daemon_keeps_proving(
     cuzk_kind: Case, cuzk_target: DaemonBackend, cuzk_session: CuzkSession
 ) -> None:
     """Truncated vanilla data gives a FAILED job with a message, then a good proof still succeeds."""
-    from pytest_cuzk.client import ProvingClient
+    from pytest_cuzk.daemon.client import ProvingClient
 
     kind = cuzk_kind.kind
     timeout = cuzk_session.settings.proof_timeout

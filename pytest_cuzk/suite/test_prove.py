@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_cuzk.cases import Case
-from pytest_cuzk.runner import CaseResult
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.waves import CaseResult
 
 
 def test_prove(cuzk_case: Case, cuzk_run: Callable[[Case], CaseResult]) -> None:

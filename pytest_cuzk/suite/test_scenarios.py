@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:  # collecting the suite loads nothing of the measurement
-    from pytest_cuzk.cases import Case
+    from pytest_cuzk.run.cases import Case
     from pytest_cuzk.scenarios.execution import ScenarioExecution
     from pytest_cuzk.scenarios.records import ScenarioFigures
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from pytest_cuzk.client import DEFAULT_MAX_MESSAGE_BYTES, ProvingClient
+from pytest_cuzk.daemon.client import DEFAULT_MAX_MESSAGE_BYTES, ProvingClient
 from pytest_cuzk.proto import pb, pb_grpc
 
 PAYLOAD_BYTES = 51_000_000  # a 32 GiB PoRep C1 wrapper JSON is ~51 MB

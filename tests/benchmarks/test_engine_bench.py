@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cuzk.inputs import build_request
+from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.config import RefConfig

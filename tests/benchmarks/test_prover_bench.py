@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from pytest_cuzk.inputs import build_request
+from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.keyfile import read_meta

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_cuzk.memory import DaemonSampler, MemoryReport
+from pytest_cuzk.measure.memory import DaemonSampler, MemoryReport
 
 WINDOW_S = 3.0
 TARGET_PCT = {0.1: 2.0, 0.01: 3.0}  # of one core

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_cuzk.hostinfo import host_info
-from pytest_cuzk.memory import DaemonSampler, MemoryReport
-from pytest_cuzk.wire.nvml import nvml_handles, nvml_session
+from pytest_cuzk.host.info import host_info
+from pytest_cuzk.host.nvml import nvml_handles, nvml_session
+from pytest_cuzk.measure.memory import DaemonSampler, MemoryReport
 
 GIB = 1 << 30
 HELD, SPIKE, SPIKE_S = 8 * GIB, 4 * GIB, 0.25

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from support import PROVE_SOURCE, SCENARIOS_SOURCE
 
-from pytest_cuzk.cases import Case, case_params
-from pytest_cuzk.settings import resolve_settings
+from pytest_cuzk.config.settings import resolve_settings
+from pytest_cuzk.run.cases import Case, case_params
 from pytest_cuzk.wire.kinds import KINDS
 
 COLLECT = ("--collect-only", "-q")

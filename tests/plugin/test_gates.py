@@ -11,14 +11,14 @@ import pytest
 from support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
-from pytest_cuzk.casefigures import case_figures
-from pytest_cuzk.cases import Case
-from pytest_cuzk.figures import METRICS, Figures, Samples, regression
-from pytest_cuzk.gates import check_gates
-from pytest_cuzk.memory import MemoryReport
-from pytest_cuzk.runner import CaseResult
-from pytest_cuzk.runspread import saved_spread
-from pytest_cuzk.settings import resolve_settings
+from pytest_cuzk.config.settings import resolve_settings
+from pytest_cuzk.measure.figures import METRICS, Figures, Samples, regression
+from pytest_cuzk.measure.memory import MemoryReport
+from pytest_cuzk.run.casefigures import case_figures
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.waves import CaseResult
+from pytest_cuzk.verdicts.gates import check_gates
+from pytest_cuzk.verdicts.runspread import saved_spread
 from pytest_cuzk.wire.kinds import KINDS
 
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")

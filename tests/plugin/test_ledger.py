@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from pytest_cuzk.backends.fake import FakeDaemon
-from pytest_cuzk.client import ProvingClient
-from pytest_cuzk.ledger import MetricLedger
-from pytest_cuzk.settings import resolve_settings
-from pytest_cuzk.testdata import TestData
+from pytest_cuzk.config.settings import resolve_settings
+from pytest_cuzk.daemon.client import ProvingClient
+from pytest_cuzk.data.testdata import TestData
+from pytest_cuzk.measure.ledger import MetricLedger
 from pytest_cuzk.wire.kinds import KINDS
 
 TOTAL = ("cuzk_proofs_completed_total", ())

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
-from pytest_cuzk.casefigures import case_figures
-from pytest_cuzk.cases import Case
-from pytest_cuzk.client import ProvingClient
-from pytest_cuzk.errors import DaemonExited, DaemonHung
-from pytest_cuzk.measure import Plan, run_case
-from pytest_cuzk.runner import CaseResult, Runner
-from pytest_cuzk.settings import resolve_settings
-from pytest_cuzk.testdata import TestData
+from pytest_cuzk.config.settings import resolve_settings
+from pytest_cuzk.core.errors import DaemonExited, DaemonHung
+from pytest_cuzk.daemon.client import ProvingClient
+from pytest_cuzk.data.testdata import TestData
+from pytest_cuzk.run.casefigures import case_figures
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.plan import Plan, run_case
+from pytest_cuzk.run.waves import CaseResult, Runner
 from pytest_cuzk.wire.kinds import KINDS
 
 WINNING = KINDS["winning"]

@@ -109,4 +109,4 @@ def test_a_proof_past_the_proof_timeout_ends_the_scenario_and_takes_the_daemon_o
     result.assert_outcomes(failed=1)
     said = "*1 of 1 winning proofs failed: 1x winning proof * timed out after *s (CancelProof sent*"
     result.stdout.fnmatch_lines([said])
-    assert daemon.state.restarts == ["restarted: a proof timed out in test_server[winning-batch1]"]
+    assert daemon.state.restarts == ["restarted: a winning proof timed out in test_server[winning-batch1]"]

@@ -7,8 +7,8 @@ import json
 import pytest
 from support import PROVE_SOURCE
 
-from pytest_cuzk.figures import Figures
-from pytest_cuzk.results import ResultsDB
+from pytest_cuzk.measure.figures import Figures
+from pytest_cuzk.results.database import ResultsDB
 
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
 

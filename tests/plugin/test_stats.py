@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_cuzk import stats
-from pytest_cuzk.figures import Samples
+from pytest_cuzk.measure import stats
+from pytest_cuzk.measure.figures import Samples
 
 
 def proofs(n: int, seed: int, mean_s: float = 10.0, spread: float = 0.15) -> list[float]:

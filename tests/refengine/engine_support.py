@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 import pytest
 
-from pytest_cuzk.inputs import build_request
+from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.proto import pb, pb_grpc
 from pytest_cuzk.refengine.engine import Engine
 from pytest_cuzk.refengine.server import MAX_MESSAGE_BYTES

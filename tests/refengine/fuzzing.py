@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import grpc
 import psutil
 
-from pytest_cuzk.proofcheck import check_proof
+from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb, pb_grpc
 from pytest_cuzk.wire.kinds import KINDS
 

@@ -12,7 +12,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from pytest_cuzk.inputs import build_request
+from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for

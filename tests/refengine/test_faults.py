@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from engine_support import RefData, Running
 
-from pytest_cuzk.proofcheck import check_proof
+from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import Faults
 from pytest_cuzk.refengine.verify import verify_proof

@@ -8,7 +8,7 @@ from pathlib import Path
 from engine_support import Daemon, RefData, connect, short_socket_dir, write_config
 from fuzzing import fuzz
 
-from pytest_cuzk.proofcheck import check_proof
+from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb
 from pytest_cuzk.wire.kinds import KINDS
 

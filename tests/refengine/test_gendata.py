@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pytest_cuzk.inputs import build_request
+from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.field import R
 from pytest_cuzk.wire.kinds import KINDS
@@ -69,7 +69,7 @@ def test_manifest_describes_every_sector_of_every_kind(tmp_path):
 
 
 def test_the_plugin_reads_every_sector_of_the_manifest(tmp_path):
-    from pytest_cuzk.manifest import load_manifest
+    from pytest_cuzk.data.manifest import load_manifest
 
     manifest = load_manifest(gendata.generate(tmp_path, sectors=3))
     assert {k: [e.file for e in v] for k, v in manifest.entries.items()}["porep"] == [

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pytest_cuzk.inputs import build_request
+from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata, groth16, qap
 from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pytest_cuzk.inputs import build_request
+from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.prover import JobInputError, RefProver
 from pytest_cuzk.refengine.verify import verify_proof

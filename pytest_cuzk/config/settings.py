@@ -1,0 +1,375 @@
+"""The options resolved into one ``Settings`` record, each value checked where it came from.
+
+Every ``--cuzk-*`` flag has a ``cuzk_*`` ini twin and a ``PYTEST_CUZK_*`` environment
+variable. Precedence lives in ``resolve_settings``: command line, then environment,
+then ini, then the default. Parsers take ``where`` so a bad value names its source.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from pytest_cuzk.config.options import OPTIONS, REF_PRESETS, option_value
+from pytest_cuzk.config.slo import Slo, parse_slo
+from pytest_cuzk.wire.kinds import KINDS, by_name
+from pytest_cuzk.wire.units import parse_size, parse_thresholds
+
+__all__ = ["THIS_DAEMON", "Settings", "check_paths", "daemon_value", "resolve_settings"]
+
+QUICK_CALL_S = 60.0
+MIN_INTERVAL_S = 0.005  # the memory sampler cannot sample faster
+HUNG_PROBE_S = 5.0
+MODES = ("auto", "spawn", "ref")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every pytest-cuzk option after precedence and validation."""
+
+    daemon: str
+    addr: str
+    attach: tuple[str, ...]
+    binary: Path | None
+    config: Path | None
+    param_cache: Path | None
+    data_dir: Path
+    manifest: Path | None
+    inputs: dict[str, Path]
+    offline: bool
+    download_stall: float
+    download_timeout: float
+    skip_warmup: bool
+    lowmem_warmup: str
+    preset: str
+    start_timeout: float
+    ready_timeout: float
+    warmup_timeout: float
+    proof_timeout: float
+    batch_sizes: tuple[int, ...]
+    concurrency: tuple[int, ...]
+    proofs: int
+    sample_interval: float
+    max_proofs: int = 1000
+    case_budget: float = 45.0
+    window: float = 5.0
+    stability: float = 10.0
+    min_throughput: dict[str, float] = field(default_factory=dict)
+    max_rss: dict[str, int] = field(default_factory=dict)
+    max_vram: dict[str, int] = field(default_factory=dict)
+    compare_fail: dict[str, float] = field(default_factory=dict)
+    baseline: Path | None = None
+    plots: Path | None = None
+    html: Path | None = None
+    allow_missing: bool = False
+    scenarios: bool = False  # run the suite's load scenarios without naming them
+    requested: bool = False  # a --cuzk-* option, PYTEST_CUZK_* variable or cuzk_* ini key is set
+    labels: dict[str, str] = field(default_factory=dict)
+    host_ids: dict[str, str] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
+    results_db: str | None = None
+    slo: dict[str, Slo] = field(default_factory=dict)  # --cuzk-slo by kind; the engine's default elsewhere
+    scenario_budget: float = 60.0
+    background_in_flight: int = 9
+
+    @property
+    def call_timeout(self) -> float:
+        """The deadline of calls a daemon should answer at once (Submit, GetStatus, GetMetrics, Cancel).
+
+        Bounded by the user's proof timeout: a daemon that takes longer than a proof to
+        accept one is hung, and must not hold the run for a fixed minute.
+        """
+        return min(QUICK_CALL_S, self.proof_timeout)
+
+    @property
+    def probe_timeout(self) -> float:
+        """How long GetStatus may take when the plugin asks whether a daemon is hung."""
+        return min(HUNG_PROBE_S, self.proof_timeout)
+
+    @property
+    def gates_asked(self) -> bool:
+        """Whether any gate option is set (the gates sink is registered only then)."""
+        return bool(self.min_throughput or self.max_rss or self.max_vram or self.compare_fail)
+
+
+def _size(text: str, where: str) -> int:
+    try:
+        return parse_size(text, where)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def _kind_map(text: str | None, where: str, parse: Any) -> dict[str, Any]:
+    """Parse ``KIND:VALUE,...`` (or a bare VALUE for every kind) into a dict keyed by kind name."""
+    if not text:
+        return {}
+    out: dict[str, Any] = {}
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if ":" in part:
+            name, value = part.split(":", 1)
+            try:
+                kind = by_name(name).name
+            except KeyError as exc:
+                raise pytest.UsageError(f"{where}: {exc.args[0]}") from exc
+            out[kind] = parse(value, where)
+        else:
+            out.update({k: parse(part, where) for k in KINDS})
+    return out
+
+
+def _slo(text: str, where: str) -> Slo:
+    try:
+        return parse_slo(text, where)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def _throughput(text: str, where: str) -> float:
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(/h)?\s*$", text)
+    if not m:
+        raise pytest.UsageError(
+            f"Invalid throughput {text!r} from {where}: use proofs per hour, e.g. porep:50/h"
+        )
+    return float(m.group(1))
+
+
+COMPARE_METRICS = ("throughput", "rss_peak", "vram_peak", "p50", "p90", "p99")
+
+
+def _compare_fail(text: str | None, where: str) -> dict[str, float]:
+    try:
+        return parse_thresholds(text or "", COMPARE_METRICS, where)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def _ints(text: Any, where: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in str(text).split(",") if v.strip())
+    except ValueError as exc:
+        raise pytest.UsageError(f"Invalid list {text!r} from {where}: use comma-separated integers") from exc
+    if not values or min(values) < 1:
+        raise pytest.UsageError(f"Invalid list {text!r} from {where}: integers must be 1 or more")
+    return values
+
+
+def _float(text: Any, where: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError) as exc:
+        raise pytest.UsageError(f"Invalid number {text!r} from {where}") from exc
+    if value <= 0:
+        raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be above 0")
+    return value
+
+
+def _whole(text: Any, where: str) -> int:
+    value = _float(text, where)
+    if value != int(value):
+        raise pytest.UsageError(f"Invalid number {value!r} from {where}: use a whole number")
+    return int(value)
+
+
+def _interval(text: Any, where: str) -> float:
+    value = _float(text, where)
+    if value < MIN_INTERVAL_S:
+        raise pytest.UsageError(
+            f"Invalid interval {text!r} from {where}: the sampler needs {MIN_INTERVAL_S}s or more"
+        )
+    return value
+
+
+def _pairs(values: Any, where: str, what: str) -> dict[str, str]:
+    out = {}
+    for item in values or ():
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise pytest.UsageError(f"Invalid value {item!r} from {where}: use {what}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+THIS_DAEMON = ""  # the key of a bare --cuzk-label NAME or --cuzk-host-id ID: the run's only daemon
+
+
+def _identities(values: Any, where: str, what: str, daemons: int) -> dict[str, str]:
+    """``ADDR=VALUE`` per daemon, or a bare ``VALUE`` (kept under THIS_DAEMON) when there is one daemon."""
+    bare = [v for v in values or () if "=" not in str(v) and str(v).strip()]
+    if bare and daemons > 1:
+        raise pytest.UsageError(f"Invalid value {bare[0]!r} from {where}: with several daemons use {what}")
+    out = _pairs([v for v in values or () if v not in bare], where, what)
+    return out | ({THIS_DAEMON: str(bare[-1]).strip()} if bare else {})
+
+
+def daemon_value(values: dict[str, str], address: str) -> str | None:
+    """What ``--cuzk-label`` or ``--cuzk-host-id`` says of the daemon at ``address``."""
+    return values.get(address) or values.get(THIS_DAEMON)
+
+
+def _address(addr: str, where: str, hint: str) -> None:
+    from pytest_cuzk.wire.addresses import parse_address
+
+    try:
+        parse_address(addr)
+    except ValueError as exc:
+        raise pytest.UsageError(f"Invalid address {addr!r} from {where}: {hint} ({exc})") from exc
+
+
+def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+    text = str(value).strip()
+    if text not in choices:
+        raise pytest.UsageError(f"Invalid value {text!r} from {where}: use one of {', '.join(choices)}")
+    return text
+
+
+def _results_db(value: Any, where: str) -> str:
+    """``default``, a SQLAlchemy URL or a database file's path; a bare word is a typo, not a file name."""
+    text = str(value).strip()
+    if "://" in text:
+        from sqlalchemy.exc import ArgumentError
+
+        from pytest_cuzk.results.database import normalize_url
+
+        try:
+            normalize_url(text)
+        except (ValueError, ArgumentError) as exc:  # a driver it lacks; a URL SQLAlchemy cannot parse
+            raise pytest.UsageError(f"Invalid results database {text!r} from {where}: {exc}") from None
+        return text
+    if text == "default" or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
+        return text
+    raise pytest.UsageError(
+        f"Invalid results database {text!r} from {where}: use default, a SQLAlchemy URL "
+        "(sqlite:///FILE, postgresql://USER@HOST/DB) or the path of a SQLite file (ending in .db)"
+    )
+
+
+def check_paths(s: Settings) -> None:
+    """The files and directories the options name exist and are what they must be; at configure time."""
+    if s.binary is not None and not (s.binary.is_file() and os.access(s.binary, os.X_OK)):
+        why = "is not an executable file" if s.binary.exists() else "does not exist"
+        raise pytest.UsageError(
+            f"--cuzk-binary {s.binary} {why}: pass the path of the cuzk daemon executable"
+        )
+    for flag, path in (
+        ("--cuzk-config", s.config),
+        ("--cuzk-baseline", s.baseline),
+        ("--cuzk-manifest", s.manifest),
+    ):
+        if path is not None and not path.is_file():
+            raise pytest.UsageError(f"{flag} {path} does not exist (or is not a file): fix the path")
+    if s.config is not None:
+        try:
+            tomllib.loads(s.config.read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise pytest.UsageError(
+                f"--cuzk-config {s.config} is not valid TOML ({exc}): fix the file"
+            ) from None
+    for kind, path in s.inputs.items():
+        if not path.is_file():
+            raise pytest.UsageError(f"--cuzk-input {kind}={path}: no such file; fix the path")
+    for flag, path in (("--cuzk-param-cache", s.param_cache), ("--cuzk-data-dir", s.data_dir)):
+        if path is not None and path.exists() and not path.is_dir():
+            raise pytest.UsageError(f"{flag} {path} is a file, not a directory: pass a directory")
+
+
+def default_data_dir() -> Path:
+    """The user's cache dir for test data (XDG_CACHE_HOME honoured); cuzk-ref keeps its params there too."""
+    from pytest_cuzk.host.paths import user_cache_dir
+
+    return user_cache_dir()
+
+
+def resolve_settings(config: pytest.Config) -> Settings:
+    """Apply precedence and validation to every option; raise ``pytest.UsageError`` naming the source."""
+    raw = {opt.name: option_value(config, opt) for opt in OPTIONS}
+
+    def path(name: str) -> Path | None:
+        value = raw[name][0]
+        return Path(value).expanduser() if value else None
+
+    daemon, where = raw["daemon"]
+    daemon = str(daemon).strip()
+    attach: tuple[str, ...] = ()
+    if daemon.lower() in MODES:
+        daemon = daemon.lower()
+    else:
+        attach = tuple(a.strip() for a in daemon.split(",") if a.strip())
+        for addr in attach or (daemon,):
+            _address(addr, where, f"use {', '.join(MODES)} or ADDR[,ADDR...]")
+    _address(str(raw["addr"][0]), raw["addr"][1], "use IP:port, host:port or unix:///path")
+    inputs = {}
+    for name, value in _pairs(raw["input"][0], raw["input"][1], "KIND=PATH").items():
+        try:
+            inputs[by_name(name).name] = Path(value).expanduser()
+        except KeyError as exc:
+            raise pytest.UsageError(f"{raw['input'][1]}: {exc.args[0]}") from exc
+    lowmem = str(raw["lowmem-warmup"][0]).lower()
+    if lowmem not in ("auto", "on", "off"):
+        raise pytest.UsageError(
+            f"Invalid value {lowmem!r} from {raw['lowmem-warmup'][1]}: use auto, on or off"
+        )
+    proofs, max_proofs = (_whole(*raw[name]) for name in ("proofs", "max-proofs"))
+    if max_proofs < proofs:
+        why = f"below the minimum of {proofs} proofs ({raw['proofs'][1]})"
+        raise pytest.UsageError(f"Invalid number {max_proofs} from {raw['max-proofs'][1]}: {why}")
+    results_db = raw["results-db"][0]
+    return Settings(
+        daemon="attach" if attach else daemon,
+        addr=str(raw["addr"][0]),
+        attach=attach,
+        binary=path("binary"),
+        config=path("config"),
+        param_cache=path("param-cache"),
+        data_dir=path("data-dir") or default_data_dir(),
+        manifest=path("manifest"),
+        inputs=inputs,
+        offline=bool(raw["offline"][0]),
+        download_stall=_float(*raw["download-stall"]),
+        download_timeout=_float(*raw["download-timeout"]),
+        allow_missing=bool(raw["allow-missing"][0]),
+        scenarios=bool(raw["scenarios"][0]),
+        requested=any(not where.startswith("default of") for _, where in raw.values()),
+        skip_warmup=bool(raw["skip-warmup"][0]),
+        lowmem_warmup=lowmem,
+        preset=_choice(*raw["preset"], REF_PRESETS),
+        start_timeout=_float(raw["start-timeout"][0], raw["start-timeout"][1]),
+        ready_timeout=_float(raw["ready-timeout"][0], raw["ready-timeout"][1]),
+        warmup_timeout=_float(raw["warmup-timeout"][0], raw["warmup-timeout"][1]),
+        proof_timeout=_float(raw["proof-timeout"][0], raw["proof-timeout"][1]),
+        batch_sizes=_ints(raw["batch-sizes"][0], raw["batch-sizes"][1]),
+        concurrency=_ints(raw["concurrency"][0], raw["concurrency"][1]),
+        proofs=proofs,
+        sample_interval=_interval(raw["sample-interval"][0], raw["sample-interval"][1]),
+        max_proofs=max_proofs,
+        case_budget=_float(*raw["case-budget"]),
+        window=_float(*raw["window"]),
+        stability=_float(*raw["stability"]),
+        min_throughput=_kind_map(raw["min-throughput"][0], raw["min-throughput"][1], _throughput),
+        max_rss=_kind_map(raw["max-rss"][0], raw["max-rss"][1], _size),
+        max_vram=_kind_map(raw["max-vram"][0], raw["max-vram"][1], _size),
+        compare_fail=_compare_fail(raw["compare-fail"][0], raw["compare-fail"][1]),
+        baseline=path("baseline"),
+        plots=path("plots"),
+        html=path("html"),
+        labels=_identities(*raw["label"], "ADDR=NAME", len(attach)),
+        host_ids=_identities(*raw["host-id"], "ADDR=ID", len(attach)),
+        status=_identities(*raw["status"], "ADDR=HOST:PORT", len(attach)),
+        results_db=_results_db(results_db, raw["results-db"][1]) if results_db else None,
+        slo=_kind_map(raw["slo"][0], raw["slo"][1], _slo),
+        scenario_budget=_float(*raw["scenario-budget"]),
+        background_in_flight=_whole(*raw["background-in-flight"]),
+    )

@@ -1,0 +1,186 @@
+"""Running one suite case against its daemon, then handing its figures to every sink.
+
+Measure (the case's plan of waves, the daemon's process tree sampled), build the case's one
+``Figures`` record, take a daemon that kept an uncancellable proof out of the run, shape
+``extra_info`` through the plugin's hooks, and call ``pytest_cuzk_case_finished``; the
+gates, last, may fail the test. ``running`` is the daemon's side of any measurement, the
+load scenarios' too: one client, the sampler, and a death or a hang handed to the backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pytest
+
+from pytest_cuzk.backends.protocol import DaemonBackend
+from pytest_cuzk.config.settings import Settings, daemon_value
+from pytest_cuzk.core import transport
+from pytest_cuzk.core.errors import CuzkWarning, DaemonExited, DaemonHung, DaemonUnavailable
+from pytest_cuzk.daemon.client import ProvingClient
+from pytest_cuzk.run.casefigures import case_figures
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.plan import Plan, run_case
+from pytest_cuzk.run.waves import CaseResult, Runner
+from pytest_cuzk.wire.kinds import ProofKindInfo
+
+if TYPE_CHECKING:
+    from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.daemon.statuspoll import StatusMemory
+    from pytest_cuzk.data.testdata import TestData
+    from pytest_cuzk.measure.figures import Figures
+    from pytest_cuzk.measure.memory import MemoryReport
+    from pytest_cuzk.run.waves import ProofRecord
+
+__all__ = ["FINISHED_KEY", "CaseExecution", "CaseHost", "Execution", "Finished", "Running", "running"]
+
+# What a finished test sends the controller with its call report: transport key -> value.
+FINISHED_KEY = pytest.StashKey[dict[str, Any]]()
+
+
+class CaseHost(Protocol):
+    """What a measurement needs of the run's session (``CuzkSession`` is the one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def status(self) -> StatusLine: ...
+
+    def data(self, backend: DaemonBackend) -> TestData: ...
+
+
+class Finished(Protocol):
+    """A finished record, a case's figures or a scenario's: what the finish steps need of it."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class Execution:
+    """What runs a suite test's measurement: the session, the test's daemon and item, pytest-benchmark."""
+
+    session: CaseHost
+    backend: DaemonBackend
+    item: pytest.Item
+    benchmark: Any | None
+
+    def finish(self, case: Case, record: Finished, key: str, proofs: list[ProofRecord]) -> None:
+        """The steps every finished case and scenario takes, before its own sinks' hook.
+
+        A daemon left with a proof it could not cancel is taken out of the run; the record is
+        sent to the controller under ``key``; ``extra_info`` is shaped through the plugin's hooks
+        and handed to pytest-benchmark.
+        """
+        if any(p.timed_out for p in proofs):
+            self.backend.take_out(f"a {case.kind.name} proof timed out in {self.item.name}")
+        self.item.stash.setdefault(FINISHED_KEY, {})[key] = record.to_dict()
+        hook = self.item.config.hook
+        extra = hook.pytest_cuzk_generate_extra_info(item=self.item, figures=record)
+        hook.pytest_cuzk_update_extra_info(item=self.item, figures=record, extra_info=extra)
+        if self.benchmark is not None:
+            self.benchmark.extra_info.update(extra)
+
+
+class CaseExecution(Execution):
+    """The ``cuzk_run`` fixture's callable: run a case on ``backend`` for ``item``."""
+
+    def __call__(self, case: Case) -> CaseResult:
+        result = self.measure(case)
+        errors = [p.error for p in result.failed]
+        result.known_issue = self.backend.profile().known_issue(case.kind.name, case.batch_size, errors)
+        figures: Figures = case_figures(result, self.item.name, self.backend.unsampled())
+        for warning in figures.memory.idle_warnings() if figures.memory is not None else ():
+            self.item.warn(CuzkWarning(f"{self.item.name}: {warning}"))
+        self.finish(case, figures, transport.FIGURES, result.proofs)
+        hook = self.item.config.hook
+        hook.pytest_cuzk_case_finished(item=self.item, case=case, figures=figures, result=result)
+        return result
+
+    def _saving(self) -> bool:
+        """Whether pytest-benchmark saves this run: then it is a baseline to come."""
+        options = self.item.config.option
+        return bool(getattr(options, "benchmark_save", None) or getattr(options, "benchmark_autosave", None))
+
+    def measure(self, case: Case) -> CaseResult:
+        """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran."""
+        with running(self.session, self.backend) as run:
+            plan = Plan.of(self.session.settings, saving=self._saving())
+            result = run_case(case, run.runner(case.kind), plan, self.benchmark)
+        result.memory, result.reported_memory = run.memory, run.reported
+        return result
+
+
+@dataclass
+class Running:
+    """A daemon being measured: one client, runners for its kinds, and what its sampling found."""
+
+    client: ProvingClient
+    backend: DaemonBackend
+    data: TestData
+    settings: Settings
+    rss_peak: Callable[[], int | None]
+    mark: Callable[[str], None] | None
+    status: StatusLine
+    memory: MemoryReport | None = None
+    reported: StatusMemory | None = None
+
+    def runner(self, kind: ProofKindInfo) -> Runner:
+        """Fresh requests of ``kind``, checked with its verifier, through the one client."""
+        s = self.settings
+        return Runner(
+            client=self.client,
+            backend=self.backend,
+            make_request=lambda: self.data.request(kind),
+            proof_timeout_s=s.proof_timeout,
+            probe_timeout_s=s.probe_timeout,
+            verify=self.backend.profile().verifier(kind),
+            mark=self.mark,
+            rss_peak=self.rss_peak,
+            status=self.status,
+        )
+
+
+@contextlib.contextmanager
+def running(session: CaseHost, backend: DaemonBackend) -> Iterator[Running]:
+    """Sample the daemon (or ask its /status) while the block proves; a death or a hang is the backend's.
+
+    A hung daemon is killed or taken out, a dead one restarted or given up, before the error
+    goes on to fail the test by name.
+    """
+    from pytest_cuzk.daemon.statuspoll import StatusPoller
+    from pytest_cuzk.measure.memory import DaemonSampler
+
+    s = session.settings
+    pid = backend.pid
+    sampler = DaemonSampler(pid, s.sample_interval) if pid else None
+    status = daemon_value(s.status, backend.address)
+    poller = StatusPoller(status) if status else None
+    with ProvingClient(backend.address, default_timeout=s.call_timeout) as client:
+        run = Running(
+            client,
+            backend,
+            session.data(backend),
+            s,
+            sampler.rss_peak_so_far if sampler else lambda: None,
+            sampler.mark if sampler else None,
+            session.status,
+        )
+        if sampler:
+            sampler.start()
+        if poller:
+            poller.start()
+        try:
+            yield run
+        except DaemonHung as exc:
+            backend.hung(str(exc))
+            raise
+        except (DaemonExited, DaemonUnavailable) as exc:
+            backend.lost(str(exc))
+            raise
+        finally:
+            run.memory = sampler.stop() if sampler else None
+            run.reported = poller.stop() if poller else None

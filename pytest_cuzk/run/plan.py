@@ -1,0 +1,215 @@
+"""The measurement plan of a case: waves grouped into windows until the figures are stable.
+
+Warm-up proofs are not measured: the readiness chain proved one of each kind before the case.
+Then waves run, grouped into windows of at least ``--cuzk-window`` seconds; the case is stable
+once the last three windows agree within ``--cuzk-stability`` percent on throughput and on
+median latency (the rule of Triton's perf_analyzer). The bounds: at least ``--cuzk-proofs``
+proofs, at most ``--cuzk-max-proofs``, and no new wave once ``--cuzk-case-budget`` seconds are
+spent or the next wave would overrun them. The minimum wins over the budget, as
+pytest-benchmark's ``min_rounds`` wins over its ``max_time``. A wave with a failed proof ends
+the case: the test fails anyway, and more proofs would only spend time.
+
+A run compared with ``--cuzk-compare-fail`` is sized by the confidence the gate needs (as MLPerf
+sizes a run by its percentile's): stable is not enough until each gated figure's 95% interval is
+within half its limit, over at least ``PRECISE_WINDOWS`` windows, so that two such runs can tell
+a change of about twice the limit apart. A run saved for later comparison (``--benchmark-save``,
+``--benchmark-autosave``) is sized the same way, for ``SAVED_PRECISION`` when it gates nothing itself.
+
+Each wave is one pytest-benchmark round through ``benchmark.pedantic``: a round's setup checks
+the previous wave and builds the next wave's requests, so neither is in the round's time.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.measure import stats
+from pytest_cuzk.measure.figures import METRICS
+from pytest_cuzk.run.casefigures import case_samples
+from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.waves import CaseResult, Runner, Wave, check_wave, run_wave
+
+__all__ = ["PRECISE_WINDOWS", "SAVED_PRECISION", "STABLE_WINDOWS", "Plan", "PlanDone", "run_case", "stable"]
+
+STABLE_WINDOWS = 3
+PRECISE_WINDOWS = 6
+"""Fewest windows a compared or saved run measures: three calm windows (15 s) can meet the
+precision by luck of one host state, and on the H200 host such runs were the ones whose
+figure stood furthest from the same build's other runs."""
+SAVED_PRECISION = (("throughput", 2.5),)
+"""A run saved with no gate is a baseline to come: measured until its throughput's interval is
+within ±2.5%, what a 5% throughput gate asks of the run compared with it."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long a case measures: proofs and seconds bounds, window length, and the stability rule."""
+
+    min_proofs: int
+    max_proofs: int
+    budget_s: float
+    window_s: float
+    stability_pct: float
+    precision: tuple[tuple[str, float], ...] = ()  # (metric, widest 95% half-interval in percent)
+
+    @classmethod
+    def of(cls, settings: Settings, saving: bool = False) -> Plan:
+        """The settings' plan; a run saved as a baseline is measured as a gated run would be."""
+        precision = tuple(
+            (name, limit / 2) for name, limit in settings.compare_fail.items() if METRICS[name].sample
+        )
+        return cls(
+            min_proofs=settings.proofs,
+            max_proofs=settings.max_proofs,
+            budget_s=settings.case_budget,
+            window_s=settings.window,
+            stability_pct=settings.stability,
+            precision=precision or (SAVED_PRECISION if saving else ()),
+        )
+
+    def max_waves(self, in_flight: int) -> int:
+        return max(1, math.ceil(self.max_proofs / in_flight))
+
+
+class PlanDone(Exception):
+    """Raised by a round's setup when the plan is done: ends ``benchmark.pedantic``'s rounds there."""
+
+
+def _window_figures(waves: list[Wave]) -> tuple[float, float]:
+    """A window's throughput (proofs per hour of its waves' time) and median latency."""
+    ok = [r.wall_s for w in waves for r in w.records if r.ok]
+    seconds = sum(w.seconds for w in waves)
+    return len(ok) / seconds * 3600 if seconds else 0.0, float(np.median(ok)) if ok else 0.0
+
+
+def stable(windows: list[list[Wave]], stability_pct: float) -> bool:
+    """Whether the last 3 windows' throughput and median latency are each within the band of their mean."""
+    if len(windows) < STABLE_WINDOWS:
+        return False
+    figures = np.array([_window_figures(w) for w in windows[-STABLE_WINDOWS:]])
+    means = figures.mean(axis=0)
+    if not means.all():
+        return False
+    return bool((np.abs(figures / means - 1) <= stability_pct / 100).all())
+
+
+class Measurement:
+    """One case's waves, windows and stopping decision; pedantic's setup and target are its methods."""
+
+    def __init__(self, case: Case, runner: Runner, plan: Plan) -> None:
+        self.case = case
+        self.runner = runner
+        self.plan = plan
+        self.result = CaseResult(case)
+        self._start = time.monotonic()
+        self._windows: list[list[Wave]] = []
+        self._open: list[Wave] = []
+        self._unchecked: Wave | None = None
+        self._precise = not plan.precision
+
+    def setup(self) -> tuple[tuple[Wave], dict[str, Any]]:
+        """Check the last wave (untimed), then stop, or build the next wave's requests (untimed)."""
+        self.settle()
+        if self.result.stop_reason:
+            raise PlanDone(self.result.stop_reason)
+        return (Wave([self.runner.make_request() for _ in range(self.case.in_flight)]),), {}
+
+    def timed(self, wave: Wave) -> None:
+        """The timed round: submit the wave and await every answer."""
+        if self.runner.mark is not None:
+            self.runner.mark(f"wave {len(self.result.waves) + 1}")
+        self._unchecked = run_wave(self.runner, self.case.kind, wave)
+
+    def settle(self) -> None:
+        """Check the wave that just ran, file it in its window and decide whether the plan is done."""
+        wave, self._unchecked = self._unchecked, None
+        if wave is None:
+            return
+        self.result.proofs.extend(check_wave(self.runner, self.case.kind, wave))
+        wave.window = len(self._windows)
+        self.result.waves.append(wave)
+        self._open.append(wave)
+        if sum(w.seconds for w in self._open) >= self.plan.window_s:
+            self._windows.append(self._open)
+            self._open = []
+            self._precise = self._precise or self._precise_enough()
+        self.result.stop_reason = self._stop_reason()
+
+    def _precise_enough(self) -> bool:
+        """Each gated figure's 95% interval is within its half-limit (checked as each window closes)."""
+        if len(self._windows) < PRECISE_WINDOWS:
+            return False
+        samples = case_samples(self.result)
+        for name, want in self.plan.precision:
+            metric = METRICS[name]
+            assert metric.sample is not None and metric.estimator is not None, "only sampled metrics"
+            half = stats.half_width_pct(samples.series(metric.sample), metric.estimator)
+            if half is None or half > want:
+                return False
+        return True
+
+    def _stop_reason(self) -> str:
+        plan, done = self.plan, len(self.result.proofs)
+        elapsed = time.monotonic() - self._start
+        if self.result.failed:
+            return "a proof failed"
+        if done >= plan.max_proofs:
+            return f"--cuzk-max-proofs {plan.max_proofs} reached"
+        if done < plan.min_proofs:
+            return ""
+        settled = stable(self._windows, plan.stability_pct)
+        if settled and self._precise:
+            return f"stable after {len(self._windows)} windows"
+        if elapsed + elapsed / len(self.result.waves) > plan.budget_s:
+            short = ", short of the compare gate's precision" if settled else ""
+            return f"the {plan.budget_s:g} s time budget (--cuzk-case-budget) would be overrun{short}"
+        return ""
+
+    def progress(self) -> str:
+        """The case's progress line: how far it is towards its minimum and how many windows closed."""
+        done, plan = len(self.result.proofs), self.plan
+        towards = f"of at least {plan.min_proofs} " if done < plan.min_proofs else ""
+        return f"{done} {towards}proofs done, {len(self._windows)} windows closed"
+
+    def finish(self) -> CaseResult:
+        result = self.result
+        result.wall_s = time.monotonic() - self._start
+        result.windows = len(self._windows)
+        result.stabilised = stable(self._windows, self.plan.stability_pct)
+        return result
+
+
+def run_case(case: Case, runner: Runner, plan: Plan, benchmark: Any | None) -> CaseResult:
+    """Run the case's plan, one pytest-benchmark round per wave when ``benchmark`` is given."""
+    measurement = Measurement(case, runner, plan)
+    status = runner.status or StatusLine(tty=False)
+    with status.stage(f"{case.id}: proving"):
+        runner.tick = lambda: status.tick(measurement.progress())
+        if benchmark is not None:
+            try:
+                benchmark.pedantic(
+                    measurement.timed,
+                    setup=measurement.setup,
+                    rounds=plan.max_waves(case.in_flight),
+                    iterations=1,
+                    warmup_rounds=0,
+                )
+            except PlanDone:
+                # pedantic marks a benchmark whose setup raised as failed (its JSON would drop it):
+                # this was the plan ending the rounds, and every round that ran is whole.
+                benchmark.has_error = False
+        # A disabled benchmark (e.g. under xdist) ran one wave and no more: run the rest here.
+        while True:
+            try:
+                (wave,), _ = measurement.setup()
+            except PlanDone:
+                break
+            measurement.timed(wave)
+    return measurement.finish()

@@ -1,0 +1,105 @@
+"""The results-database sink: one run per daemon, one row per finished suite case.
+
+Each row is written in its own transaction when its test ends, so an interrupted run keeps
+every finished test; its runs are left unfinished, as the database expects. SQLAlchemy is
+imported only by runs that record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_cuzk.backends.protocol import DaemonBackend
+from pytest_cuzk.config.settings import Settings, daemon_value
+from pytest_cuzk.measure.figures import METRICS, Figures
+from pytest_cuzk.results.rows import RunRecord, TestRecord
+
+if TYPE_CHECKING:
+    from pytest_cuzk.results.database import ResultsDB
+    from pytest_cuzk.run.cases import Case
+    from pytest_cuzk.run.waves import CaseResult
+
+__all__ = ["Recorder"]
+
+
+class Recorder:
+    """Records a session's suite cases in the database at ``url`` (``default``: the SQLite file)."""
+
+    def __init__(self, settings: Settings, worker: str, backend_for: Callable[[str], DaemonBackend]) -> None:
+        assert settings.results_db is not None
+        self.url = None if settings.results_db == "default" else settings.results_db
+        self.settings = settings
+        self.worker = worker
+        self.backend_for = backend_for
+        self.db: ResultsDB | None = None
+        self.runs: dict[str, str] = {}
+        self.interrupted = False
+
+    def pytest_cuzk_case_finished(
+        self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
+    ) -> None:
+        """Write one finished case, starting its daemon's run on first use."""
+        if self.db is None:
+            from pytest_cuzk.results.database import ResultsDB
+
+            self.db = ResultsDB(self.url)
+        backend = self.backend_for(case.label)
+        if case.label not in self.runs:
+            self.runs[case.label] = self.db.start_run(self.run_record(backend))
+        cold = backend.state.cold[-1] if backend.state.cold else None
+        kind = case.kind.name
+        self.db.record_test(
+            TestRecord(
+                run_id=self.runs[case.label],
+                nodeid=item.nodeid,
+                kind=kind,
+                batch_size=case.batch_size,
+                concurrency=case.concurrency,
+                proofs_ok=figures.proofs_ok,
+                proofs_failed=figures.proofs_failed,
+                **{m.column: m.value(figures) for m in METRICS.values()},  # type: ignore[arg-type]
+                cold_start={
+                    "start_s": cold.start_s if cold else 0.0,
+                    "srs_load_s": cold.srs_load_s.get(kind, 0.0) if cold else 0.0,
+                    "warmup_s": cold.warmup_s.get(kind, 0.0) if cold else 0.0,
+                    "pce_s": cold.pce_s.get(kind, 0.0) if cold else 0.0,
+                },
+                sampler_interval_s=figures.memory.interval_s if figures.memory else None,
+                warmup_rss_peak_bytes=cold.warmup_rss_peak_bytes.get(kind) if cold else None,
+                lowmem_warmup=cold.lowmem_warmup if cold else None,
+                samples=figures.samples.to_dict(),
+                label=case.label,
+            )
+        )
+
+    def run_record(self, backend: DaemonBackend) -> RunRecord:
+        """A daemon's run: its host and the identity it is rented by, its build, its configuration."""
+        s = self.settings
+        return RunRecord(
+            host=backend.host_record(),
+            daemon_build=backend.profile().identity(),
+            label=backend.label,
+            host_id=daemon_value(s.host_ids, backend.address) or "",
+            batch_size=s.batch_sizes[0] if len(s.batch_sizes) == 1 else None,
+            concurrency=max(s.concurrency),
+            preset=backend.profile().preset(),
+            extra={"worker": self.worker, "mode": backend.mode},
+        )
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.interrupted = True
+
+    def pytest_unconfigure(self) -> None:
+        """Mark the runs finished (unless interrupted) and close the database."""
+        if self.db is None:
+            return
+        try:
+            if not self.interrupted:
+                for run_id in self.runs.values():
+                    self.db.finish_run(run_id)
+        finally:
+            self.db.close()
+            self.db = None

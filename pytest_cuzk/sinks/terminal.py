@@ -1,0 +1,206 @@
+"""What the terminal shows: the header lines, and the summary of every case, cold start and counter.
+
+Each case's row gives its latency percentiles and its throughput with the 95% interval's half
+width; below the table, why a figure is n/a, how each case was measured (proofs, windows,
+whether it stabilised, the plugin's own share) and, on hosts with several GPUs, each GPU.
+Each load scenario gets one line with its headline figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pytest_cuzk.measure.figures import METRICS, Figures
+from pytest_cuzk.sinks.tables import table
+from pytest_cuzk.wire.units import format_bytes
+
+if TYPE_CHECKING:
+    from pytest_cuzk.measure.ledger import MetricValues
+    from pytest_cuzk.scenarios.records import ScenarioFigures
+    from pytest_cuzk.sinks.view import RunView
+
+__all__ = ["header_lines", "metric_deltas", "scenario_lines", "summary_lines"]
+
+_SUMMARY_METRICS = ("p50", "p90", "p99", "throughput", "rss_peak", "vram_peak")
+_NA_LABELS = {
+    "rss_peak_bytes": "RSS",
+    "vram_peak_bytes": "VRAM",
+    "status_memory_peak_bytes": "daemon /status",
+}
+
+
+def header_lines(session: RunView) -> list[str]:
+    """The daemon mode and why, and the matrix; under xdist what that means for the figures."""
+    from pytest_cuzk.core.errors import CuzkError
+
+    s = session.settings
+    try:
+        choice = session.choice
+        lines = [f"cuzk: daemon mode {choice.mode} ({choice.reason})"]
+    except CuzkError as exc:
+        return [f"cuzk: no daemon: {exc}"]
+    if session.config.args == ["pytest_cuzk.suite"]:
+        lines.append(
+            "cuzk: running the packaged suite (no test paths given: pass paths to run your own tests)"
+        )
+    lines.append(
+        f"cuzk: batch sizes {','.join(map(str, s.batch_sizes))}, concurrency "
+        f"{','.join(map(str, s.concurrency))}; per case {s.proofs} to {s.max_proofs} proofs, until the last "
+        f"3 windows of {s.window:g} s agree within {s.stability:g}% or {s.case_budget:g} s are spent; "
+        f"sampling every {s.sample_interval}s"
+    )
+    config = session.config
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
+        lines.append("cuzk: pytest-benchmark disables itself under xdist; pytest-cuzk's own figures are kept")
+        if not choice.attached:
+            lines.append(
+                "cuzk: each xdist worker spawns its own daemon, and they share this host's RAM and GPUs: "
+                "measure with -n 0"
+            )
+    return lines
+
+
+def metric_deltas(totals: MetricValues) -> list[str]:
+    """Counters that moved over the run, as ``name{labels}: +N``."""
+    from pytest_cuzk.measure.ledger import series_name
+
+    return [f"  {series_name(key)}: {delta:+g}" for key, delta in sorted(totals.items()) if delta]
+
+
+def _cold_lines(colds: Iterable[dict[str, Any]]) -> list[str]:
+    """Each daemon start with the time each readiness stage took; a restart's cost is its start's total."""
+    from pytest_cuzk.backends.protocol import ColdStart
+
+    lines: list[str] = []
+    said: set[str] = set()
+    for record in colds:
+        cold = ColdStart.from_dict(record)
+        where = cold.label + (f" batch {cold.batch_size}" if cold.batch_size else "")
+        total = cold.start_s + sum(sum(d.values()) for d in (cold.srs_load_s, cold.warmup_s, cold.pce_s))
+        lines.append(
+            f"cold start [{where}] {total:.1f}s: start {cold.start_s}s, SRS load {cold.srs_load_s}, "
+            f"warm-up {cold.warmup_s}, PCE {cold.pce_s}"
+            + (" (low-memory warm-up)" if cold.lowmem_warmup else "")
+        )
+        lines += [f"  note: {n}" for n in cold.notes]
+        restarts = [r for r in record.get("restarts", []) if r not in said]
+        said.update(restarts)
+        lines += [f"  {r}" for r in restarts]
+    return lines
+
+
+def _interval(f: Figures) -> str:
+    ci = f.throughput_proofs_per_hour_ci
+    if ci is None or not f.throughput_proofs_per_hour:
+        return "n/a"
+    return f"±{(ci[1] - ci[0]) / 2 / f.throughput_proofs_per_hour:.1%}"
+
+
+def na_lines(rows: Iterable[Figures]) -> list[str]:
+    """Why figures are n/a, each reason once, naming the tests unless it holds for all of them."""
+    rows = list(rows)
+    names = {m.attr: m.name for m in METRICS.values()} | _NA_LABELS
+    seen: dict[tuple[str, str], list[str]] = {}
+    for f in rows:
+        for attr, why in f.na_reasons.items():
+            if attr in names and f.why_na(attr):
+                seen.setdefault((names[attr], why), []).append(f.test)
+    return [
+        f"{label} n/a: {why}" + ("" if len(tests) == len(rows) else f" [{', '.join(tests)}]")
+        for (label, why), tests in seen.items()
+    ]
+
+
+def measurement_line(f: Figures) -> str:
+    """How a case was measured: proofs, waves and windows, why it stopped, and the plugin's own share."""
+    share = "n/a" if f.plugin_share_pct is None else f"{f.plugin_share_pct:.2f}%"
+    cv = "" if f.throughput_cv is None else f", windows' CV {f.throughput_cv:.1%}"
+    others = f.memory.host_other_cpu_pct if f.memory is not None else None
+    busy = "" if others is None else f"; other processes kept {others:.0f}% of the host's CPUs busy"
+    return (
+        f"{f.test}: {f.proofs_ok + f.proofs_failed} proofs in {f.waves} waves, {f.windows} windows, "
+        f"{'stable' if f.stabilised else 'not stable'} ({f.stop_reason or 'ended'}){cv}; "
+        f"{f.measured_s:.1f} s timed; plugin: client and transport {share} of the daemon's time, "
+        f"{f.untimed_s:.2f} s of checks between waves{busy}"
+    )
+
+
+def gpu_lines(f: Figures) -> list[str]:
+    """Each GPU of a multi-GPU host on its own: a host proving on one of two looks slow, not idle."""
+    gpus = f.memory.gpus if f.memory is not None else ()
+    if len(gpus) < 2:
+        return []
+    return [f"  GPU {g.index} {g.name}: {g.describe()}" for g in gpus]
+
+
+def scenario_lines(scenarios: Sequence[ScenarioFigures]) -> list[str]:
+    """Each load scenario's headline figure, on one line under its test."""
+    if not scenarios:
+        return []
+    return ["load scenarios:", *(f"  {f.test}: {f.headline()}" for f in scenarios)]
+
+
+def _measured_lines(session: RunView) -> list[str]:
+    """What was measured, on what: each daemon's build and place, this host, and where the outputs went."""
+    from pytest_cuzk.host.info import host_info
+
+    lines = [
+        f"daemon [{b.label}]: {b.profile().identity()} ({b.mode}, {'on this host' if b.local else 'remote'})"
+        for b in session.choice.backends
+    ]
+    h = host_info()
+    gpus = ", ".join(f"{g.name} {format_bytes(g.vram_total_bytes)}" for g in h.gpus) or (
+        f"none ({h.gpu_unavailable_reason})"
+    )
+    driver = f", driver {h.driver_version}, CUDA {h.cuda_driver_version}" if h.driver_version else ""
+    cpu = f"{h.cpu_model}, {h.cpu_logical_cores} cores, {format_bytes(h.ram_total_bytes)} RAM"
+    lines.append(f"host {h.hostname}: {cpu}; GPUs: {gpus}{driver}")
+    s, root = session.settings, session.workspace.root
+    if s.plots:
+        lines.append(f"plots (memory, sweeps): {s.plots}")
+    if session.workspace.keep and root is not None:
+        lines.append(f"daemon configs and logs kept in {root} (a test failed)")
+    return lines
+
+
+def _listed(head: str, tests: list[tuple[str, str]]) -> list[str]:
+    """``head`` with how many tests, then each test and why."""
+    if not tests:
+        return []
+    return [f"{head}: {len(tests)} cuzk test(s)", *(f"  {n.rpartition('::')[2]}: {why}" for n, why in tests)]
+
+
+def summary_lines(session: RunView) -> list[str]:
+    """The lines of the ``cuzk proving summary`` section, from every worker's figures."""
+    metrics = [METRICS[m] for m in _SUMMARY_METRICS]
+    heads = ["test", "kind", ">batch", ">j", ">ok", ">failed", *(f">{m.label}" for m in metrics)]
+    heads.insert(heads.index(">proofs/h") + 1, ">±95%")
+    rows = []
+    for f in session.rows:
+        row: list[object] = [f.test, f.kind, f.batch_size, f.concurrency, f.proofs_ok, f.proofs_failed]
+        row += [m.fmt(m.value(f)) for m in metrics]
+        row.insert(heads.index(">±95%"), _interval(f))
+        rows.append(row)
+    # First what did not run or failed as a known bug: a reader must not take a short table for a full one
+    lines = _listed("DID NOT RUN", session.not_run) + _listed("KNOWN ENGINE BUG (xfail)", session.known)
+    lines += _measured_lines(session)
+    if rows or not session.scenarios:
+        lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
+    lines += na_lines(session.rows)
+    for f in session.rows:
+        lines.append(measurement_line(f))
+        if f.status_memory_peak_bytes is not None:
+            peak = format_bytes(f.status_memory_peak_bytes)
+            lines.append(f"  the daemon's /status: memory budget used at peak {peak}")
+        lines += gpu_lines(f)
+    lines += scenario_lines(session.scenarios)
+    lines += _cold_lines(session.colds.values())
+    lines += [f"data: {n}" for data in session.data_sets() for n in data.notes]
+    lines += [f"note: {n}" for n in [*session.notes, *session.ledger.restarts_seen]]
+    for label, totals in session.ledger.totals().items():
+        deltas = metric_deltas(totals)
+        if deltas:
+            lines.append(f"daemon metrics over the run [{label}]:")
+            lines += deltas
+    return lines
