@@ -8,9 +8,19 @@ import venv
 from pathlib import Path
 
 import pytest
-from support import QUICK_PLAN
+from support import QUICK_PLAN, not_an_xdist_worker
 
 REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+# Folders whose tests carry a mark by where they live: ``-m "not e2e and not packaging"`` is the quick loop.
+FOLDER_MARKS = {"e2e": "e2e", "packaging": "packaging", "gpu": "gpu"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = item.path.relative_to(HERE).parts[0] if HERE in item.path.parents else ""
+        if folder in FOLDER_MARKS:
+            item.add_marker(FOLDER_MARKS[folder])
 
 
 @pytest.fixture(scope="session")
@@ -29,9 +39,7 @@ def inner(pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.Mon
     ``inner(files, *args)`` writes the test files (name -> source) and returns the
     RunResult.
     """
-    # An inner run is not an xdist worker, even when this test runs in one.
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
+    not_an_xdist_worker(monkeypatch)
 
     def run(files: dict[str, str], *args: str, timeout: float = 300):
         pytester.makepyfile(**files)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+import pytest
 
 SUITE = Path(__file__).resolve().parents[1] / "pytest_cuzk" / "suite"
 PROVE_SOURCE = (SUITE / "test_prove.py").read_text()
@@ -64,3 +65,9 @@ def ref_daemons(tmp_path: Path, count: int = 1, config: str = "") -> Iterator[Re
         for proc in procs:
             proc.terminate()  # SIGTERM: stops either personality
             proc.wait(10)
+
+
+def not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An inner pytest run is not an xdist worker, even when the test running it is one."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)

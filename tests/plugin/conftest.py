@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy  # noqa: F401  (loaded once here: pytester's in-process runs cannot re-import it)
 import pytest
 import scipy.stats  # noqa: F401  (and the numpy submodules it loads)
-from support import QUICK_PLAN
+from support import QUICK_PLAN, not_an_xdist_worker
 
 from pytest_cuzk.backends.choice import DaemonChoice
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
@@ -30,7 +30,7 @@ FakeRun = Callable[..., tuple[pytest.RunResult, list[FakeDaemon]]]
 
 
 @pytest.fixture
-def fake_run(pytester: pytest.Pytester, tmp_path: Path) -> FakeRun:
+def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeRun:
     """``fake_run(files, *args, labels=("local",), behaviour=..., die_after=..., plugins=...)``.
 
     Writes the test files, runs pytest in this process against fake daemons (one per label)
@@ -46,6 +46,7 @@ def fake_run(pytester: pytest.Pytester, tmp_path: Path) -> FakeRun:
         mode: Mode = "fake",
         plugins: tuple[object, ...] = (),
     ) -> tuple[pytest.RunResult, list[FakeDaemon]]:
+        not_an_xdist_worker(monkeypatch)
         if files:
             pytester.makepyfile(**files)
         daemons = tuple(

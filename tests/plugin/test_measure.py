@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from fakenvml import FakeNvml
 from support import PROVE_SOURCE
-from test_hostinfo import FakeNvml
 
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
 from pytest_cuzk.config.settings import resolve_settings

@@ -26,7 +26,7 @@ from pytest_cuzk.results.database import (
 from pytest_cuzk.results.rows import HostRecord, RunRecord, TestRecord
 
 db_url, pg_server = pg.db_url, pg.pg_server  # each test runs on SQLite and on PostgreSQL
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GIB = 2**30
 
 # A pytest run writing one test after another, printing how many it has committed; it never

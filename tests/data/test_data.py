@@ -36,7 +36,7 @@ PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
 OTHER = json.dumps(
     {"SectorNum": 2, "Phase1Out": base64.b64encode(b"o" * 900_000).decode(), "SectorSize": 1}
 ).encode()
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

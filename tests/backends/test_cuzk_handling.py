@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from support import PROVE_SOURCE, ref_daemons
 
-sys.path.insert(0, str(Path(__file__).parent / "refengine"))  # the engine tests' tmpfs helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "refengine"))  # the engine tests' tmpfs helpers
 from engine_support import copy_params, fill, tmpfs
 
 from pytest_cuzk.backends.process import DaemonProcess, daemon_config, listen_address

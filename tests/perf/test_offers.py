@@ -41,7 +41,7 @@ from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import HostRecord, RunRecord, TestRecord
 
 db_url, pg_server = pg.db_url, pg.pg_server
-DATA = Path(__file__).resolve().parents[1] / "fixtures"
+DATA = Path(__file__).resolve().parents[2] / "fixtures"
 OFFERS = DATA / "offers.json"
 REF_RUNS = DATA / "ref-runs.json"
 GIB, MIB = 2**30, 2**20
