@@ -46,10 +46,7 @@ class CuzkData:
     def path(self, kind: str) -> Path:
         """The data file for ``kind``; the test cannot run without it (see ``as_outcome``)."""
         with as_outcome(self._session.settings.allow_missing):
-            found = self._session.data(self._session.backend()).path(KINDS[kind])
-            if isinstance(found, Exception):
-                raise found
-            return found
+            return self._session.data(self._session.backend()).path(KINDS[kind])
 
     def request(self, kind: str, request_id: str | None = None) -> pb.SubmitProofRequest:
         """A ``SubmitProofRequest`` for one proof of ``kind`` with a unique request id."""
@@ -96,9 +93,7 @@ def target(session: CuzkSession, item: pytest.Item) -> DaemonBackend:
         _mark_log(item, session.backend(case.label))
         backend = session.started(case.label, case.batch_size)
         for kind in case.kinds:
-            found = session.data(backend).path(kind)
-            if isinstance(found, Exception):
-                raise found
+            session.data(backend).path(kind)  # DataUnavailable says what is missing and how to get it
         backend = session.ready(case.label, case.batch_size, [k.name for k in case.kinds])
     _mark_log(item, backend)
     return backend

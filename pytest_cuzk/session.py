@@ -385,10 +385,10 @@ def _first_line(report: pytest.TestReport) -> str:
 
 
 def _kind_problem(name: str) -> str | None:
-    from .wire.kinds import by_name
+    from pytest_cuzk.wire.kinds import UnknownKind, by_name
 
     try:
         by_name(name)
-    except KeyError as exc:
-        return str(exc.args[0])
+    except UnknownKind as exc:
+        return str(exc)
     return None

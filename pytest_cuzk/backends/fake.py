@@ -28,7 +28,7 @@ from pytest_cuzk.core.errors import DaemonExited
 from pytest_cuzk.results.rows import HostRecord
 
 from ..proto import pb, pb_grpc
-from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, by_circuit, by_enum
+from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, UnknownKind, by_circuit, by_enum
 from ..wire.vanilla import write_vanilla_proofs
 from .protocol import (
     BackendState,
@@ -119,8 +119,8 @@ class _Engine(pb_grpc.ProvingEngineServicer):
         self._thaw(context)
         try:
             kind = by_enum(request.proof_kind)
-        except KeyError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.args[0])
+        except UnknownKind as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         threading.Thread(target=self._finish, args=(request, kind, time.monotonic()), daemon=True).start()
         return pb.SubmitProofResponse(job_id=request.request_id)
 
@@ -169,8 +169,8 @@ class _Engine(pb_grpc.ProvingEngineServicer):
     ) -> pb.PreloadSrsResponse:
         try:
             by_circuit(request.circuit_id)
-        except KeyError as exc:
-            context.abort(grpc.StatusCode.INTERNAL, exc.args[0])
+        except UnknownKind as exc:
+            context.abort(grpc.StatusCode.INTERNAL, str(exc))
         return pb.PreloadSrsResponse(already_loaded=False, load_time_ms=1)
 
 

@@ -23,7 +23,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from pytest_cuzk.config.options import OPTIONS, REF_PRESETS, option_value
 from pytest_cuzk.config.slo import Slo, parse_slo
-from pytest_cuzk.wire.kinds import KINDS, by_name
+from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
 from pytest_cuzk.wire.units import parse_size, parse_thresholds
 
 __all__ = ["THIS_DAEMON", "Settings", "check_paths", "daemon_value", "resolve_settings"]
@@ -123,8 +123,8 @@ def _kind_map(text: str | None, where: str, parse: Any) -> dict[str, Any]:
             name, value = part.split(":", 1)
             try:
                 kind = by_name(name).name
-            except KeyError as exc:
-                raise pytest.UsageError(f"{where}: {exc.args[0]}") from exc
+            except UnknownKind as exc:
+                raise pytest.UsageError(f"{where}: {exc}") from exc
             out[kind] = parse(value, where)
         else:
             out.update({k: parse(part, where) for k in KINDS})
@@ -315,8 +315,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
     for name, value in _pairs(raw["input"][0], raw["input"][1], "KIND=PATH").items():
         try:
             inputs[by_name(name).name] = Path(value).expanduser()
-        except KeyError as exc:
-            raise pytest.UsageError(f"{raw['input'][1]}: {exc.args[0]}") from exc
+        except UnknownKind as exc:
+            raise pytest.UsageError(f"{raw['input'][1]}: {exc}") from exc
     lowmem = str(raw["lowmem-warmup"][0]).lower()
     if lowmem not in ("auto", "on", "off"):
         raise pytest.UsageError(

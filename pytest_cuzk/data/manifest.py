@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pytest_cuzk.core.errors import ManifestError
 from pytest_cuzk.data.inputs import BYTES_FIELDS, INT_FIELDS
-from pytest_cuzk.wire.kinds import KINDS, by_name
+from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -121,7 +121,7 @@ _ENTRY_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
 def _parse_entry(path: Path, name: str, table: Any, key: str) -> DataEntry:
     try:
         kind = by_name(name).name
-    except KeyError:
+    except UnknownKind:
         raise _error(path, key, f"unknown proof kind {name!r}; use one of: {', '.join(KINDS)}") from None
     if not isinstance(table, dict):
         raise _error(path, key, f"must be a table like [{key}] with file = ...")

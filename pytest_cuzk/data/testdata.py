@@ -53,14 +53,17 @@ class TestData:
             self._manifest = load_manifest(self.manifest_path)
         return self._manifest
 
-    def paths(self, kind: ProofKindInfo) -> list[Path] | DataUnavailable:
-        """Every sector's data file for ``kind`` (a user's --cuzk-input instead), or why it cannot be had."""
+    def paths(self, kind: ProofKindInfo) -> list[Path]:
+        """Every sector's data file for ``kind`` (a user's --cuzk-input instead).
+
+        Raises DataUnavailable, saying why and how to fix it, when they cannot be had.
+        """
         if kind.name in self.settings.inputs:
             path = self.settings.inputs[kind.name]
             if path.is_file():
                 return [path]
             reason, hint = "file not found", "fix the path in --cuzk-input"
-            return DataUnavailable(kind.name, str(path), path, f"--cuzk-input {kind.name}=", reason, hint)
+            raise DataUnavailable(kind.name, str(path), path, f"--cuzk-input {kind.name}=", reason, hint)
         if kind.name not in self._found:
             s = self.settings
             store = DataStore(
@@ -73,15 +76,21 @@ class TestData:
             )
             self._found.update(store.ensure_all(self.manifest(), [kind.name]))
             self.notes += store.notes
-        return self._found[kind.name]
+        found = self._found[kind.name]
+        if isinstance(found, DataUnavailable):
+            raise found
+        return found
 
-    def path(self, kind: ProofKindInfo) -> Path | DataUnavailable:
-        """The first sector's data file for ``kind``, or why it cannot be had."""
-        paths = self.paths(kind)
-        return paths if isinstance(paths, DataUnavailable) else paths[0]
+    def path(self, kind: ProofKindInfo) -> Path:
+        """The first sector's data file for ``kind`` (DataUnavailable when it cannot be had)."""
+        return self.paths(kind)[0]
 
     def available(self, kind: ProofKindInfo) -> bool:
-        return not isinstance(self.paths(kind), DataUnavailable)
+        try:
+            self.paths(kind)
+        except DataUnavailable:
+            return False
+        return True
 
     def request(self, kind: ProofKindInfo, request_id: str | None = None) -> pb.SubmitProofRequest:
         """A fresh request for one proof of ``kind`` with a unique id, the sectors taken in turn.
@@ -102,8 +111,6 @@ class TestData:
 
     def _build(self, kind: ProofKindInfo) -> list[pb.SubmitProofRequest]:
         paths = self.paths(kind)
-        if isinstance(paths, DataUnavailable):
-            raise paths
         entries = self.manifest().entries.get(kind.name, ())
         built = []
         for i, path in enumerate(paths):

@@ -22,7 +22,7 @@ from pytest_cuzk.measure.figures import METRICS
 from pytest_cuzk.results.database import ResultsDB
 
 from ..wire import units
-from ..wire.kinds import by_name
+from ..wire.kinds import UnknownKind, by_name
 from .charts import cmd_plot
 from .compare import cmd_compare
 from .export import cmd_export
@@ -87,8 +87,8 @@ DB_HELP = (
 def _kind(text: str) -> str:
     try:
         return by_name(text).name
-    except KeyError as exc:
-        raise argparse.ArgumentTypeError(str(exc.args[0])) from None
+    except UnknownKind as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

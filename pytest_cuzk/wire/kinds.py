@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GROTH16_PROOF_LEN", "KINDS", "ProofKindInfo", "by_circuit", "by_enum", "by_name"]
+__all__ = ["GROTH16_PROOF_LEN", "KINDS", "ProofKindInfo", "UnknownKind", "by_circuit", "by_enum", "by_name"]
 
 GROTH16_PROOF_LEN = 192
 # cuzk.v1 Priority values: the kinds' defaults, without importing the protobuf module for them
@@ -106,6 +106,17 @@ KINDS: dict[str, ProofKindInfo] = {
 }
 
 
+class UnknownKind(KeyError):
+    """A kind looked up by a name, wire value or circuit id that names none.
+
+    A ``KeyError`` (a failed look-up), whose ``str()`` is the plain sentence saying what was
+    asked for and what exists, so a caller can put it in a message as it is.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown proof kind"
+
+
 def by_name(name: str) -> ProofKindInfo:
     """Look a kind up by any alias cuzk-bench accepts, case-insensitively."""
     wanted = name.strip().lower()
@@ -113,7 +124,7 @@ def by_name(name: str) -> ProofKindInfo:
         if wanted in kind.aliases:
             return kind
     known = ", ".join(a for k in KINDS.values() for a in k.aliases)
-    raise KeyError(f"unknown proof kind {name!r}; use one of: {known}")
+    raise UnknownKind(f"unknown proof kind {name!r}; use one of: {known}")
 
 
 def by_enum(value: int) -> ProofKindInfo:
@@ -121,7 +132,7 @@ def by_enum(value: int) -> ProofKindInfo:
     for kind in KINDS.values():
         if kind.proof_kind == value:
             return kind
-    raise KeyError(f"invalid proof_kind: {value}")
+    raise UnknownKind(f"invalid proof_kind: {value}")
 
 
 def by_circuit(circuit_id: str) -> ProofKindInfo:
@@ -129,4 +140,4 @@ def by_circuit(circuit_id: str) -> ProofKindInfo:
     for kind in KINDS.values():
         if kind.circuit_id == circuit_id:
             return kind
-    raise KeyError(f"unknown circuit ID: {circuit_id}")
+    raise UnknownKind(f"unknown circuit ID: {circuit_id}")

@@ -435,6 +435,20 @@ request = {miner_id = 1000, sector_number = 2}
     assert len({r.request_id for r in requests}) == 4 and data.sectors(KINDS["porep"]) == 2
 
 
+def test_test_data_raises_why_a_kind_cannot_be_had_and_says_it_is_not_available(tmp_path, pytester):
+    from pytest_cuzk.config.settings import resolve_settings
+    from pytest_cuzk.data.testdata import TestData
+
+    manifest = write_manifest(tmp_path, '[kinds.porep]\nfile = "c1.json"\n')
+    data = TestData(resolve_settings(pytester.parseconfig("--cuzk-offline")), manifest.path, None)
+    with pytest.raises(DataUnavailable) as info:
+        data.path(KINDS["porep"])
+    assert info.value.kind == "porep" and "c1.json" in str(info.value)
+    assert data.available(KINDS["porep"]) is False
+    with pytest.raises(DataUnavailable, match="no entry"):
+        data.paths(KINDS["snap"])
+
+
 def test_a_cut_download_with_no_length_and_no_sha256_is_never_placed_nor_pinned(tmp_path, server):
     said: list[str] = []
     store = DataStore(tmp_path / "cache", progress=lambda *a: None, say=said.append)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.kinds import GROTH16_PROOF_LEN, KINDS, SECTOR_SIZE_32G, by_circuit, by_enum, by_name
+from pytest_cuzk.wire.kinds import (
+    GROTH16_PROOF_LEN,
+    KINDS,
+    SECTOR_SIZE_32G,
+    UnknownKind,
+    by_circuit,
+    by_enum,
+    by_name,
+)
 
 # name: (proof_kind, circuit_id, pce_file, registered_proof, partitions, proof_len, batchable, priority,
 #        GetStatus string, metric label)
@@ -139,3 +147,18 @@ def test_by_enum_error_matches_cuzk(value: int) -> None:
 def test_by_circuit_error_matches_cuzk() -> None:
     with pytest.raises(KeyError, match="unknown circuit ID: porep-2k"):
         by_circuit("porep-2k")
+
+
+@pytest.mark.parametrize(
+    ("look_up", "wanted", "said"),
+    [
+        (by_name, "prep", "unknown proof kind 'prep'; use one of: porep"),
+        (by_enum, 99, "invalid proof_kind: 99"),
+        (by_circuit, "porep-64g", "unknown circuit ID: porep-64g"),
+    ],
+)
+def test_a_failed_kind_look_up_is_a_key_error_that_reads_as_its_sentence(look_up, wanted, said):
+    with pytest.raises(UnknownKind) as info:
+        look_up(wanted)
+    assert isinstance(info.value, KeyError)
+    assert str(info.value).startswith(said), "no quotes around it, unlike a plain KeyError"
