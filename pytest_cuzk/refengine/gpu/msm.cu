@@ -88,7 +88,7 @@ __device__ __forceinline__ void fp_neg(fp& r, const fp& a) {
 }
 
 // Montgomery product a * b / R mod p, coarsely integrated operand scanning; r may alias a or b.
-__device__ void fp_mul(fp& r, const fp& a, const fp& b) {
+__device__ __forceinline__ void fp_mul(fp& r, const fp& a, const fp& b) {
     u32 t[NL + 2];
     for (int i = 0; i < NL + 2; i++) t[i] = 0;
     for (int i = 0; i < NL; i++) {
@@ -128,7 +128,7 @@ __device__ __forceinline__ void xyzz_set_inf(xyzz& a) {
 __device__ __forceinline__ bool xyzz_is_inf(const xyzz& a) { return fp_is_zero(a.zz); }
 
 // dbl-2008-s-1
-__device__ void xyzz_dbl(xyzz& a) {
+__device__ __forceinline__ void xyzz_dbl(xyzz& a) {
     if (xyzz_is_inf(a)) return;
     fp u, v, w, s, m, t;
     fp_add(u, a.y, a.y);
@@ -151,7 +151,7 @@ __device__ void xyzz_dbl(xyzz& a) {
 }
 
 // mdbl-2008-s-1: a = 2 (x, y)
-__device__ void xyzz_mdbl(xyzz& a, const fp& x, const fp& y) {
+__device__ __forceinline__ void xyzz_mdbl(xyzz& a, const fp& x, const fp& y) {
     fp u, v, w, s, m, t;
     fp_add(u, y, y);
     fp_sqr(v, u);
@@ -173,7 +173,7 @@ __device__ void xyzz_mdbl(xyzz& a, const fp& x, const fp& y) {
 }
 
 // madd-2008-s: a += (x, y), with the doubling and inverse cases handled
-__device__ void xyzz_madd(xyzz& a, const fp& x, const fp& y) {
+__device__ __forceinline__ void xyzz_madd(xyzz& a, const fp& x, const fp& y) {
     if (xyzz_is_inf(a)) {
         a.x = x;
         a.y = y;
@@ -208,7 +208,7 @@ __device__ void xyzz_madd(xyzz& a, const fp& x, const fp& y) {
 }
 
 // add-2008-s: a += b
-__device__ void xyzz_add(xyzz& a, const xyzz& b) {
+__device__ __forceinline__ void xyzz_add(xyzz& a, const xyzz& b) {
     if (xyzz_is_inf(b)) return;
     if (xyzz_is_inf(a)) {
         a = b;
@@ -330,14 +330,14 @@ extern "C" __global__ void accumulate(const u32* bases, const u32* entries, cons
     u32 lo = starts[b], hi = lo + counts[b];
     for (u32 k = lo; k < hi; k++) {
         u32 e = entries[k];
-        const u32* pt = bases + 24 * (size_t)(e & ~NEG_FLAG);
+        const u32* pt = bases + 24 * (u64)(e & ~NEG_FLAG);
         fp x, y;
         load_fp(x, pt);
         load_fp(y, pt + NL);
         if (e & NEG_FLAG) fp_neg(y, y);
         xyzz_madd(acc, x, y);
     }
-    store_xyzz(buckets + 48 * (size_t)b, acc);
+    store_xyzz(buckets + 48 * (u64)b, acc);
 }
 
 // One thread per segment of `seg` buckets of a window: sum_{b in segment} (b + 1) * B_b,
@@ -348,7 +348,7 @@ extern "C" __global__ void weigh_segments(const u32* buckets, int per_window, in
     if (t >= segments) return;
     int per_seg_window = per_window / seg;
     int w = t / per_seg_window, lo = (t % per_seg_window) * seg;
-    const u32* base = buckets + 48 * ((size_t)w * per_window + lo);
+    const u32* base = buckets + 48 * ((u64)w * per_window + lo);
     xyzz running, total, b;
     xyzz_set_inf(running);
     xyzz_set_inf(total);
@@ -365,7 +365,7 @@ extern "C" __global__ void weigh_segments(const u32* buckets, int per_window, in
         if ((lo >> bit) & 1) xyzz_add(acc, running);
     }
     xyzz_add(total, acc);
-    store_xyzz(out + 48 * (size_t)t, total);
+    store_xyzz(out + 48 * (u64)t, total);
 }
 
 // out[g] = sum of in[g * group .. g * group + group - 1]
@@ -375,20 +375,20 @@ extern "C" __global__ void sum_groups(const u32* in, int group, int groups, u32*
     xyzz acc, b;
     xyzz_set_inf(acc);
     for (int k = 0; k < group; k++) {
-        load_xyzz(b, in + 48 * ((size_t)g * group + k));
+        load_xyzz(b, in + 48 * ((u64)g * group + k));
         xyzz_add(acc, b);
     }
-    store_xyzz(out + 48 * (size_t)g, acc);
+    store_xyzz(out + 48 * (u64)g, acc);
 }
 
 // One thread: sum_w 2^(c w) S_w by Horner, out of Montgomery form (X, Y, ZZ, ZZZ canonical).
 extern "C" __global__ void fold_windows(const u32* sums, int windows, int c, u32* out) {
     if (blockIdx.x * blockDim.x + threadIdx.x != 0) return;
     xyzz acc, s;
-    load_xyzz(acc, sums + 48 * (size_t)(windows - 1));
+    load_xyzz(acc, sums + 48 * (u64)(windows - 1));
     for (int w = windows - 2; w >= 0; w--) {
         for (int k = 0; k < c; k++) xyzz_dbl(acc);
-        load_xyzz(s, sums + 48 * (size_t)w);
+        load_xyzz(s, sums + 48 * (u64)w);
         xyzz_add(acc, s);
     }
     fp one;
