@@ -6,8 +6,8 @@
 // ZZ^3 = ZZZ^2; the identity has ZZ = 0), with the add-2008-s, madd-2008-s and dbl-2008-s-1
 // formulas of the Explicit-Formulas Database (a = 0).
 // MSM: Pippenger with c-bit signed digits (plan.py holds the same recoding in Python): a
-// counting sort of (window, |digit|) puts each point's index in its bucket, one thread sums
-// a bucket, segments of buckets are weighted by running sums, and one thread folds the
+// counting sort of (window, |digit|) puts each point's index in its bucket, buckets are summed
+// in chunks, segments of buckets are weighted by running sums, and one thread folds the
 // windows together.
 
 typedef unsigned int u32;
@@ -326,14 +326,20 @@ extern "C" __global__ void scatter(const int* digits, int n, int c, int windows,
     entries[pos] = (u32)i | (d < 0 ? NEG_FLAG : 0u);
 }
 
-// One thread per bucket: the sum of its points (negated where the digit was negative).
-extern "C" __global__ void accumulate(const u32* bases, const u32* entries, const u32* starts,
-                                      const u32* counts, int total_buckets, u32* buckets) {
-    int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= total_buckets) return;
+// Buckets are summed in chunks of at most L entries, so that a crowded bucket (witnesses full of
+// 0s and 1s, a scalar's short top window) is shared by many threads: task t belongs to bucket
+// task_bucket[t] and is chunk t - task0[bucket] of it. Level 1 adds affine points (negated
+// where the digit was negative), later levels add the partial sums until one is left a bucket.
+extern "C" __global__ void accumulate_chunks(const u32* bases, const u32* entries, const u32* starts,
+                                             const u32* counts, const u32* task_bucket, const u32* task0,
+                                             int chunk, int tasks, u32* out) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= tasks) return;
+    u32 b = task_bucket[t];
+    u32 lo = starts[b] + (t - task0[b]) * chunk, end = starts[b] + counts[b];
+    u32 hi = lo + chunk < end ? lo + chunk : end;
     xyzz acc;
     xyzz_set_inf(acc);
-    u32 lo = starts[b], hi = lo + counts[b];
     for (u32 k = lo; k < hi; k++) {
         u32 e = entries[k];
         const u32* pt = bases + 24 * (u64)(e & ~NEG_FLAG);
@@ -343,6 +349,34 @@ extern "C" __global__ void accumulate(const u32* bases, const u32* entries, cons
         if (e & NEG_FLAG) fp_neg(y, y);
         xyzz_madd(acc, x, y);
     }
+    store_xyzz(out + 48 * (u64)t, acc);
+}
+
+extern "C" __global__ void sum_chunks(const u32* in, const u32* starts, const u32* counts,
+                                      const u32* task_bucket, const u32* task0, int chunk, int tasks,
+                                      u32* out) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= tasks) return;
+    u32 b = task_bucket[t];
+    u32 lo = starts[b] + (t - task0[b]) * chunk, end = starts[b] + counts[b];
+    u32 hi = lo + chunk < end ? lo + chunk : end;
+    xyzz acc, p;
+    xyzz_set_inf(acc);
+    for (u32 k = lo; k < hi; k++) {
+        load_xyzz(p, in + 48 * (u64)k);
+        xyzz_add(acc, p);
+    }
+    store_xyzz(out + 48 * (u64)t, acc);
+}
+
+// bucket b = its one remaining partial sum, or the identity when it got no point
+extern "C" __global__ void gather_buckets(const u32* partial, const u32* counts, const u32* starts,
+                                          int total_buckets, u32* buckets) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= total_buckets) return;
+    xyzz acc;
+    if (counts[b]) load_xyzz(acc, partial + 48 * (u64)starts[b]);
+    else xyzz_set_inf(acc);
     store_xyzz(buckets + 48 * (u64)b, acc);
 }
 

@@ -24,6 +24,8 @@ __all__ = ["DeviceBases", "GpuMsm", "P", "scalars_to_limbs"]
 P = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
 """The base field modulus of BLS12-381."""
 _BLOCK = 128
+_CHUNK = 32
+"""Additions one thread does for a bucket before the partial sums are added in turn."""
 _TREE = 8
 """Partial sums one thread adds in each step of the per-window reduction tree."""
 
@@ -66,8 +68,8 @@ class GpuMsm:
             self._k = {
                 name: module.get_function(name)
                 for name in (
-                    "to_montgomery", "signed_digits", "scatter", "accumulate",
-                    "weigh_segments", "sum_groups", "fold_windows",
+                    "to_montgomery", "signed_digits", "scatter", "accumulate_chunks", "sum_chunks",
+                    "gather_buckets", "weigh_segments", "sum_groups", "fold_windows",
                 )
             }  # fmt: skip
 
@@ -101,6 +103,24 @@ class GpuMsm:
             out = self._run(bases, cupy.ascontiguousarray(cupy.asarray(scalars, dtype=cupy.uint32)), n)
         return _affine(out)
 
+    def _bucket_sums(self, bases: DeviceBases, entries: Any, starts: Any, counts: Any, total: int) -> Any:
+        """Every bucket's sum, in chunks of at most ``_CHUNK`` additions a thread, level by level."""
+        task_bucket, task0, tasks, n_tasks = _chunks(counts)
+        partial = cupy.empty((n_tasks, 48), dtype=cupy.uint32)
+        chunk = np.int32(_CHUNK)
+        level = (bases.points, entries, starts, counts, task_bucket, task0, chunk, np.int32(n_tasks))
+        self._launch("accumulate_chunks", n_tasks, *level, partial)
+        while n_tasks > 0 and int(tasks.max()) > 1:
+            starts, counts = task0, tasks
+            task_bucket, task0, tasks, n_tasks = _chunks(counts)
+            summed = cupy.empty((n_tasks, 48), dtype=cupy.uint32)
+            again = (partial, starts, counts, task_bucket, task0, chunk, np.int32(n_tasks))
+            self._launch("sum_chunks", n_tasks, *again, summed)
+            partial = summed
+        buckets = cupy.empty((total, 48), dtype=cupy.uint32)
+        self._launch("gather_buckets", total, partial, tasks, task0, np.int32(total), buckets)
+        return buckets
+
     def _run(self, bases: DeviceBases, scalars: Any, n: int) -> np.ndarray:
         plan = MsmPlan(n)
         c, windows, per_window = np.int32(plan.c), np.int32(plan.windows), plan.buckets_per_window
@@ -112,9 +132,7 @@ class GpuMsm:
         entries = cupy.empty(plan.windows * n, dtype=cupy.uint32)
         self._launch("scatter", plan.windows * n, digits, np.int32(n), c, windows, cursor, entries)
         del digits, cursor
-        buckets = cupy.empty((plan.total_buckets, 48), dtype=cupy.uint32)
-        sums = (bases.points, entries, starts, counts, np.int32(plan.total_buckets), buckets)
-        self._launch("accumulate", plan.total_buckets, *sums)
+        buckets = self._bucket_sums(bases, entries, starts, counts, plan.total_buckets)
         del entries
         partial = cupy.empty((plan.segments, 48), dtype=cupy.uint32)
         weigh = (buckets, np.int32(per_window), np.int32(plan.segment), np.int32(plan.segments), partial)
@@ -129,6 +147,15 @@ class GpuMsm:
         out = cupy.empty(48, dtype=cupy.uint32)
         self._launch("fold_windows", 1, partial, windows, c, out)
         return cupy.asnumpy(out)
+
+
+def _chunks(counts: Any) -> tuple[Any, Any, Any, int]:
+    """Chunks of runs of ``counts`` items: (each chunk's run, each run's first chunk, chunks a run, total)."""
+    tasks = (counts + (_CHUNK - 1)) // _CHUNK
+    ends = cupy.cumsum(tasks, dtype=cupy.uint32)
+    n_tasks = int(ends[-1]) if ends.size else 0
+    task_bucket = cupy.searchsorted(ends, cupy.arange(n_tasks, dtype=cupy.uint32), side="right")
+    return task_bucket.astype(cupy.uint32), ends - tasks, tasks, n_tasks
 
 
 def _affine(xyzz: np.ndarray) -> G1Point:

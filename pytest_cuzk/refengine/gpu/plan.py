@@ -16,7 +16,7 @@ __all__ = ["MAX_WINDOW_BITS", "MsmPlan", "signed_digits"]
 MAX_WINDOW_BITS = 16
 """Largest window: 2^15 buckets a window bounds the bucket memory (16 windows x 2^15 x 192 bytes)."""
 MIN_WINDOW_BITS = 4
-SEGMENT = 64
+SEGMENT = 16
 """Buckets one thread weighs in the bucket reduction (a power of two, as the bucket counts are)."""
 
 
