@@ -14,6 +14,8 @@ import types
 import pytest
 from py_arkworks_bls12381 import G1Point, Scalar
 
+from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile
+from pytest_cuzk.backends.reference import RefProfile
 from pytest_cuzk.refengine.config import ConfigError, parse_config
 from pytest_cuzk.refengine.field import R
 from pytest_cuzk.refengine.gpu import CPU_LABEL, open_gpu
@@ -128,7 +130,7 @@ def test_open_gpu_without_a_device_or_with_absent_ordinals(monkeypatch):
     assert gpu is None and why == "no CUDA device among [gpus] devices [2, 3] (1 present)"
 
 
-def test_cpu_engine_says_so_in_cuzk_ref_info(start_engine):
+def test_cpu_engine_says_so_in_cuzk_ref_info(start_engine, tmp_path):
     from pytest_cuzk.proto import pb
 
     running = start_engine(gpus_off=True)
@@ -136,3 +138,5 @@ def test_cpu_engine_says_so_in_cuzk_ref_info(start_engine):
     text = running.stub.GetMetrics(pb.GetMetricsRequest(), timeout=10).prometheus_text
     info = next(line for line in text.splitlines() if line.startswith("cuzk_ref_info{"))
     assert 'prover="cpu"' in info
+    profile = detect_profile(running.address, CuzkProfile("cuzk"), local=True, data_dir=tmp_path)
+    assert isinstance(profile, RefProfile) and profile.identity().endswith(" prover=cpu")
