@@ -2,7 +2,7 @@
 
 A daemon's engine decides only its test data and how its proofs are verified. A cuzk-ref
 says what it is through a channel every cuzk client already reads: the info metric
-``cuzk_ref_info{version, preset, behave, param_cache} 1`` in GetMetrics (real cuzk has no
+``cuzk_ref_info{version, preset, behave, param_cache, prover} 1`` in GetMetrics (real cuzk has no
 such metric). ``detect_profile`` reads it; anything without it is a cuzk.
 """
 
@@ -128,4 +128,5 @@ def detect_profile(
         data_dir,
         version=labels.get("version"),
         behave=labels.get("behave"),
+        prover=labels.get("prover"),
     )

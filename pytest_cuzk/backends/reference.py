@@ -38,7 +38,7 @@ REF_SLO_UNDER_LOAD = Slo(times_idle=1.0, background=4.0, source="the reference-e
 class RefProfile:
     """cuzk-ref: deterministic generated data, and proofs verified against its own keys.
 
-    ``version`` and ``behave`` are what a running cuzk-ref reported (``detect_profile``).
+    ``version``, ``behave`` and ``prover`` are what a running cuzk-ref reported (``detect_profile``).
     """
 
     def __init__(
@@ -49,12 +49,14 @@ class RefProfile:
         *,
         version: str | None = None,
         behave: str | None = None,
+        prover: str | None = None,
     ) -> None:
         self._preset = preset
         self.param_cache = param_cache
         self.data_dir = data_dir
         self.version = version or __version__
         self.behave = behave
+        self.prover = prover
 
     def manifest(self) -> Path:
         """Generated data, made once per cache dir (locked across xdist workers)."""
@@ -83,7 +85,8 @@ class RefProfile:
 
     def identity(self) -> str:
         behave = f" behave={self.behave}" if self.behave else ""
-        return f"cuzk-ref {self.version} preset={self._preset}{behave}"
+        prover = f" prover={self.prover}" if self.prover else ""
+        return f"cuzk-ref {self.version} preset={self._preset}{behave}{prover}"
 
     def preset(self) -> str | None:
         return self._preset

@@ -95,6 +95,7 @@ class RefConfig:
     synthesis_concurrency: int = 1
     synthesis_threads: int = 0
     gpu_devices: tuple[int, ...] = ()
+    gpus_off: bool = False  # ``[gpus] devices = []`` written out: prove on the CPU
     gpu_workers_per_device: int = 2
     total_budget: int | None = None  # None = "auto": MemTotal - safety_margin
     safety_margin: int = 5 * GIB
@@ -203,6 +204,7 @@ def parse_config(data: Mapping[str, Any], where: str, env: Mapping[str, str] | N
         for d in devices:
             _typed(d, int, f"{where}: gpus.devices entry")
         values["gpu_devices"] = tuple(devices)
+        values["gpus_off"] = not devices
     values.update(_memory(data, where))
     faults = _section(_section(data, "ref", where), "faults", f"{where}: [ref]")
     env_faults = (env if env is not None else os.environ).get(FAULTS_ENV, "")

@@ -25,6 +25,7 @@ from ..wire.kinds import by_enum
 from . import faults
 from .behave import Behaviour, behaviour
 from .config import RefConfig
+from .gpu import open_gpu
 from .jobs import QUEUED, Job, JobStore, Work
 from .prover import JobInputError, RefProver
 from .scheduler import SHUTDOWN_MESSAGE, JobQueue
@@ -66,14 +67,20 @@ class Engine:
 
     @classmethod
     def from_config(cls, config: RefConfig) -> Engine:
-        """Build the engine around a :class:`RefProver` set up from ``config``."""
+        """Build the engine around a :class:`RefProver` set up from ``config``, on a GPU where one serves."""
+        gpu, why_not = open_gpu(config.gpu_devices, config.gpus_off)
+        if gpu is None:
+            log.info("proving on the CPU: %s", why_not)
         prover = RefProver(
             config.param_cache,
             preset=config.preset,
             seed=config.seed,
             threads=config.synthesis_threads,
             reuse_pce=behaviour(config.behave).reuse_pce,
+            gpu=gpu,
         )
+        if gpu is not None:
+            log.info("proving on GPU %d: %s", gpu.ordinal, gpu.name)
         return cls(config, prover)
 
     def start(self) -> None:

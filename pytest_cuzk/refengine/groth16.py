@@ -8,7 +8,8 @@ call deterministic cores that take them as arguments. Names follow the paper:
 auxiliary part over delta, ``h_query`` [tau^i Z(tau) / delta]_1.
 
 Curve work goes through py-arkworks-bls12381; its MSMs release the GIL, so the
-prover splits them over a thread pool. A ``ProofInput`` already holds native
+prover splits them over a thread pool. A ``G1Prover`` (the GPU prover) may take a proof's
+four G1 MSMs instead, while B's G2 MSM runs on the pool beside it. A ``ProofInput`` already holds native
 ``Scalar``s: converting Python ints is GIL-bound work that belongs with synthesis,
 not in the stage that should only run MSMs. Key files are read and written by ``keyfile``.
 """
@@ -18,11 +19,11 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from py_arkworks_bls12381 import GT, G1Point, G2Point, Scalar
 
@@ -32,6 +33,7 @@ from .r1cs import Matrices
 
 __all__ = [
     "PROOF_LEN",
+    "G1Prover",
     "PhaseTimer",
     "Proof",
     "ProofInput",
@@ -252,7 +254,7 @@ def _pieces(jobs: list[_Msm], threads: int) -> list[tuple[float, int, int, int]]
     out = []
     for i, ((_, pts, _), cost) in enumerate(zip(jobs, costs, strict=True)):
         if not pts:
-            continue  # an empty MSM is the identity, which ``_run_msms`` starts from
+            continue  # an empty MSM is the identity, which ``_start_msms`` starts from
         n = max(1, min(round(cost / target), len(pts) // _MIN_CHUNK))
         for k in range(n):
             lo, hi = len(pts) * k // n, len(pts) * (k + 1) // n
@@ -260,8 +262,8 @@ def _pieces(jobs: list[_Msm], threads: int) -> list[tuple[float, int, int, int]]
     return sorted(out, reverse=True)
 
 
-def _run_msms(jobs: list[_Msm], pool: Executor | None, threads: int) -> list:
-    """All MSMs, split into slices so that every worker thread has native work to do."""
+def _start_msms(jobs: list[_Msm], pool: Executor | None, threads: int) -> Callable[[], list]:
+    """Start all MSMs, sliced so that every worker thread has native work; call the result for the sums."""
     pieces = _pieces(jobs, threads)
 
     def msm(piece: tuple[float, int, int, int]) -> object:
@@ -269,11 +271,41 @@ def _run_msms(jobs: list[_Msm], pool: Executor | None, threads: int) -> list:
         cls, pts, sc = jobs[i]
         return cls.multiexp_unchecked(pts[lo:hi], sc[lo:hi])
 
-    run = pool.map if pool is not None and threads > 1 else map
-    sums: list = [cls.identity() for cls, _, _ in jobs]
-    for (_, i, _, _), part in zip(pieces, run(msm, pieces), strict=True):
-        sums[i] = sums[i] + part
+    futures = [pool.submit(msm, p) for p in pieces] if pool is not None and threads > 1 else None
+
+    def sums() -> list:
+        parts = [f.result() for f in futures] if futures is not None else [msm(p) for p in pieces]
+        out: list = [cls.identity() for cls, _, _ in jobs]
+        for (_, i, _, _), part in zip(pieces, parts, strict=True):
+            out[i] = out[i] + part
+        return out
+
     return sums
+
+
+class G1Prover(Protocol):
+    """Runs a proof's G1 MSMs somewhere other than the CPU pool (``gpu.keys.GpuKeys``)."""
+
+    def g1_sums(self, inp: ProofInput) -> tuple[G1Point, G1Point, G1Point, G1Point]:
+        """The A, B (G1), L and H query sums of one proof."""
+        ...
+
+
+def _all_sums(
+    inputs: Sequence[ProofInput], pool: Executor | None, threads: int, timer: PhaseTimer, g1: G1Prover | None
+) -> list:
+    """Five sums per proof in ``_msm_jobs`` order: all on the pool, or G1 on ``g1`` and G2 on the pool."""
+    with timer.phase("prove: MSM inputs"):
+        jobs = [job for inp in inputs for job in _msm_jobs(inp)]
+    if g1 is None:
+        with timer.phase("prove: MSM"):
+            return _start_msms(jobs, pool, threads)()
+    g2_sums = _start_msms(jobs[2::5], pool, threads)
+    with timer.phase("prove: G1 MSMs (GPU)"):
+        g1_sums = [g1.g1_sums(inp) for inp in inputs]
+    with timer.phase("prove: G2 MSM (CPU, waited for)"):
+        b2 = g2_sums()
+    return [x for (a, b1, lq, h), b in zip(g1_sums, b2, strict=True) for x in (a, b1, b, lq, h)]
 
 
 def create_proofs(
@@ -282,13 +314,14 @@ def create_proofs(
     pool: Executor | None = None,
     threads: int = 1,
     timer: PhaseTimer | None = None,
+    g1: G1Prover | None = None,
 ) -> list[Proof]:
-    """Deterministic core: prove each input with its own (r, s), all MSMs in one pass over ``pool``."""
+    """Deterministic core: prove each input with its own (r, s), all MSMs in one pass over ``pool``.
+
+    With ``g1`` the G1 MSMs run there instead; the proofs are the same bytes either way.
+    """
     timer = timer or PhaseTimer()
-    with timer.phase("prove: MSM inputs"):
-        jobs = [job for inp in inputs for job in _msm_jobs(inp)]
-    with timer.phase("prove: MSM"):
-        sums = _run_msms(jobs, pool, threads)
+    sums = _all_sums(inputs, pool, threads, timer, g1)
     with timer.phase("prove: assemble"):
         return [
             _assemble(inp.pk, sums[5 * i : 5 * i + 5], r, s)
@@ -311,10 +344,11 @@ def create_random_proofs(
     pool: Executor | None = None,
     threads: int = 1,
     timer: PhaseTimer | None = None,
+    g1: G1Prover | None = None,
 ) -> list[Proof]:
     """Zero-knowledge proofs: fresh random (r, s) for each."""
     blinding = [(secrets.randbelow(R), secrets.randbelow(R)) for _ in inputs]
-    return create_proofs(inputs, blinding, pool, threads, timer)
+    return create_proofs(inputs, blinding, pool, threads, timer, g1)
 
 
 def verify(vk: VerifyingKey, public_inputs: Sequence[int], proof: Proof) -> bool:

@@ -6,7 +6,8 @@ cuzk emits, in this order: ``cuzk_proofs_completed_total``, ``cuzk_proofs_failed
 ``cuzk_proof_duration_seconds`` over the last 1000 completions (only once a proof has
 completed), ``cuzk_running_jobs`` and ``cuzk_gpu_workers``. Then one family real cuzk
 does not have, through which the engine says what it is to any cuzk client:
-``cuzk_ref_info{version, preset, behave, param_cache} 1``.
+``cuzk_ref_info{version, preset, behave, param_cache, prover} 1`` (``prover`` is ``cpu`` or
+``gpu:<device name>``).
 
 prometheus-client's text format always names a counter family ``<name>_total``, so it
 cannot print cuzk's ``# TYPE cuzk_proofs_completed counter`` line. The two per-kind
@@ -83,7 +84,7 @@ class EngineCollector(Collector):
         )
         config = engine.config
         labels = {"version": engine_version(), "preset": config.preset, "behave": behave.name,
-                  "param_cache": str(config.param_cache)}  # fmt: skip
+                  "param_cache": str(config.param_cache), "prover": engine.prover.prover_label}  # fmt: skip
         info.add_metric([], labels)
         yield info
 

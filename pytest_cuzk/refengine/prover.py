@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 from py_arkworks_bls12381 import Scalar
@@ -40,6 +40,7 @@ from . import keyfile
 from .circuits import PRESETS, JobInputError, Preset
 from .circuits.registry import Inputs, circuit_for
 from .field import get_domain
+from .gpu import CPU_LABEL
 from .groth16 import (
     PhaseTimer,
     ProofInput,
@@ -52,6 +53,10 @@ from .pce import PceError, constraint_digest, load_pce, pce_path, write_pce
 from .qap import h_coefficients
 from .r1cs import ConstraintSystem, Matrices, WitnessCS
 from .verify import first_bad_partition, key_stem
+
+if TYPE_CHECKING:
+    from .gpu.keys import GpuKeys
+    from .gpu.msm import GpuMsm
 
 __all__ = [
     "PRESETS",
@@ -124,6 +129,7 @@ class RefProver:
         seed: int = 0,
         threads: int = 0,
         reuse_pce: bool = True,
+        gpu: GpuMsm | None = None,
     ) -> None:
         if preset not in PRESETS:
             raise ValueError(f"unknown reference preset {preset!r}; use one of: {', '.join(PRESETS)}")
@@ -140,6 +146,16 @@ class RefProver:
         self._pce: dict[str, Matrices] = {}
         self._extracted: set[str] = set()  # circuits whose PCE this process has written
         self.timer = PhaseTimer()
+        self._gpu: GpuKeys | None = None
+        if gpu is not None:
+            from .gpu.keys import GpuKeys
+
+            self._gpu = GpuKeys(gpu)
+
+    @property
+    def prover_label(self) -> str:
+        """Which prover runs the MSMs: ``gpu:<device name>`` or ``cpu``."""
+        return self._gpu.label if self._gpu is not None else CPU_LABEL
 
     @property
     def preset(self) -> Preset:
@@ -204,6 +220,9 @@ class RefProver:
             if resident is None:
                 path = self.params_path(circuit_id)
                 resident = _Resident(keyfile.read_params(path), path.stat().st_size)
+                if self._gpu is not None:
+                    vram = self._gpu.load(resident.pk)
+                    log.info("%s: G1 bases on %s (%d MiB)", circuit_id, self.prover_label, vram >> 20)
                 with self._lock:
                     self._keys[circuit_id] = resident
                 return resident.pk, time.perf_counter() - t0
@@ -220,6 +239,8 @@ class RefProver:
         """Drop a resident proving key: (was_loaded, freed_bytes)."""
         with self._lock:
             gone = self._keys.pop(circuit_id, None)
+        if gone is not None and self._gpu is not None:
+            self._gpu.evict(gone.pk)
         return (gone is not None, gone.size_bytes if gone else 0)
 
     def loaded(self) -> list[tuple[str, int]]:
@@ -328,7 +349,7 @@ class RefProver:
                     f"{part.job.kind.pce_file} from the param cache"
                 )
             inputs.append(ProofInput(pk, part.z, part.h))
-        proofs = create_random_proofs(inputs, self._pool, self.threads, self.timer)
+        proofs = create_random_proofs(inputs, self._pool, self.threads, self.timer, self._gpu)
         return [p.to_bytes() for p in proofs]
 
     def first_bad_partition(self, job: ParsedJob, proof: bytes) -> int | None:

@@ -149,7 +149,8 @@ CUZK_SAMPLES = [
 def test_metrics_have_cuzks_names_labels_and_order_then_the_engines_info(
     behave: str, start_engine: Callable[..., Running], ref_data: RefData, ref_params: Path
 ) -> None:
-    stub = start_engine(behave=behave).stub
+    running = start_engine(behave=behave)
+    stub = running.stub
     stub.Prove(pb.ProveRequest(submit=ref_data.request("winning")))
     stub.Prove(pb.ProveRequest(submit=ref_data.request("wpost", randomness=b"short")))
     text = stub.GetMetrics(pb.GetMetricsRequest()).prometheus_text
@@ -172,6 +173,7 @@ def test_metrics_have_cuzks_names_labels_and_order_then_the_engines_info(
         "preset": "default",
         "behave": behave,
         "param_cache": str(ref_params),
+        "prover": running.engine.prover.prover_label,
     }
 
 

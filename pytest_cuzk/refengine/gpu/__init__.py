@@ -1,0 +1,39 @@
+"""cuzk-ref's GPU prover: the proof's G1 MSMs as CUDA kernels, loaded through CuPy.
+
+``open_gpu`` picks the device from cuzk's ``[gpus] devices`` (absent: every CUDA device, as
+cuzk; cuzk-ref proves on the first one listed) and says why the CPU prover runs instead when
+there is no CuPy, no CUDA device, or an explicitly empty ``devices = []``. CuPy is imported
+only here and in ``msm``, so the CPU prover never needs it (``pip install 'pytest-cuzk[gpu]'``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .msm import GpuMsm
+
+__all__ = ["CPU_LABEL", "open_gpu"]
+
+CPU_LABEL = "cpu"
+
+
+def open_gpu(devices: tuple[int, ...], off: bool) -> tuple[GpuMsm | None, str]:
+    """The GPU MSM engine for the first usable configured device, or None and the reason why not."""
+    if off:
+        return None, "[gpus] devices is empty"
+    try:
+        import cupy
+    except ImportError:
+        return None, "CuPy is not installed (pip install 'pytest-cuzk[gpu]')"
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # CuPy raises its CUDARuntimeError when there is no driver or device
+        return None, f"no CUDA device ({exc})"
+    wanted = devices or tuple(range(count))
+    usable = [d for d in wanted if 0 <= d < count]
+    if not usable:
+        return None, f"no CUDA device among [gpus] devices {list(devices)} ({count} present)"
+    from .msm import GpuMsm
+
+    return GpuMsm(usable[0]), ""

@@ -1,0 +1,442 @@
+// BLS12-381 G1 multi-scalar multiplication for cuzk-ref's GPU prover.
+//
+// Fp: Montgomery form, R = 2^384, twelve 32-bit limbs, little endian, multiplied by CIOS and
+// kept fully reduced (below p), so that zero has one representation.
+// Points: affine bases (x, y: 24 limbs), sums in XYZZ coordinates (x = X/ZZ, y = Y/ZZZ,
+// ZZ^3 = ZZZ^2; the identity has ZZ = 0), with the add-2008-s, madd-2008-s and dbl-2008-s-1
+// formulas of the Explicit-Formulas Database (a = 0).
+// MSM: Pippenger with c-bit signed digits (plan.py holds the same recoding in Python): a
+// counting sort of (window, |digit|) puts each point's index in its bucket, buckets are summed
+// in chunks, segments of buckets are weighted by running sums, and one thread folds the
+// windows together.
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define NL 12
+#define NEG_FLAG 0x80000000u
+
+struct fp { u32 v[NL]; };
+struct xyzz { fp x, y, zz, zzz; };
+
+__constant__ u32 FP_P[NL] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,
+                             0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
+__constant__ u32 FP_R2[NL] = {0x1c341746u, 0xf4df1f34u, 0x09d104f1u, 0x0a76e6a6u, 0x4c95b6d5u, 0x8de5476cu,
+                              0x939d83c0u, 0x67eb88a9u, 0xb519952du, 0x9a793e85u, 0x92cae3aau, 0x11988fe5u};
+__constant__ u32 FP_ONE[NL] = {0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu, 0x53c758bau, 0x5f489857u,
+                               0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
+#define FP_PINV 0xfffcfffdu  // -p^-1 mod 2^32
+
+__device__ __forceinline__ bool fp_is_zero(const fp& a) {
+    u32 acc = 0;
+    for (int i = 0; i < NL; i++) acc |= a.v[i];
+    return acc == 0;
+}
+
+__device__ __forceinline__ void fp_set_zero(fp& a) {
+    for (int i = 0; i < NL; i++) a.v[i] = 0;
+}
+
+__device__ __forceinline__ void fp_set_one(fp& a) {
+    for (int i = 0; i < NL; i++) a.v[i] = FP_ONE[i];
+}
+
+// a -= p when a >= p (a < 2p)
+__device__ __forceinline__ void fp_reduce_once(fp& a) {
+    u32 d[NL];
+    u32 borrow = 0;
+    for (int i = 0; i < NL; i++) {
+        u64 t = (u64)a.v[i] - FP_P[i] - borrow;
+        d[i] = (u32)t;
+        borrow = (u32)(t >> 32) & 1u;
+    }
+    if (!borrow)
+        for (int i = 0; i < NL; i++) a.v[i] = d[i];
+}
+
+__device__ __forceinline__ void fp_add(fp& r, const fp& a, const fp& b) {
+    u32 carry = 0;
+    for (int i = 0; i < NL; i++) {
+        u64 t = (u64)a.v[i] + b.v[i] + carry;
+        r.v[i] = (u32)t;
+        carry = (u32)(t >> 32);
+    }
+    fp_reduce_once(r);  // a + b < 2p < 2^382: no carry out of the top limb
+}
+
+__device__ __forceinline__ void fp_sub(fp& r, const fp& a, const fp& b) {
+    u32 borrow = 0;
+    for (int i = 0; i < NL; i++) {
+        u64 t = (u64)a.v[i] - b.v[i] - borrow;
+        r.v[i] = (u32)t;
+        borrow = (u32)(t >> 32) & 1u;
+    }
+    if (borrow) {
+        u32 carry = 0;
+        for (int i = 0; i < NL; i++) {
+            u64 t = (u64)r.v[i] + FP_P[i] + carry;
+            r.v[i] = (u32)t;
+            carry = (u32)(t >> 32);
+        }
+    }
+}
+
+__device__ __forceinline__ void fp_neg(fp& r, const fp& a) {
+    fp z;
+    fp_set_zero(z);
+    fp_sub(r, z, a);
+}
+
+// Montgomery product a * b / R mod p, coarsely integrated operand scanning; r may alias a or b.
+// The outer loop stays rolled (b's limbs rotate through bi, so no register array is indexed by a
+// variable): one product is ~150 instructions of code instead of ~1700, which keeps NVRTC fast.
+__device__ __forceinline__ void fp_mul(fp& r, const fp& a, const fp& b) {
+    u32 t[NL + 2], bs[NL];
+    for (int i = 0; i < NL + 2; i++) t[i] = 0;
+    for (int i = 0; i < NL; i++) bs[i] = b.v[i];
+#pragma unroll 1
+    for (int i = 0; i < NL; i++) {
+        u32 bi = bs[0];
+        for (int j = 0; j < NL - 1; j++) bs[j] = bs[j + 1];
+        u64 c = 0;
+        for (int j = 0; j < NL; j++) {
+            c = (u64)a.v[j] * bi + t[j] + (c >> 32);
+            t[j] = (u32)c;
+        }
+        c = (u64)t[NL] + (c >> 32);
+        t[NL] = (u32)c;
+        t[NL + 1] = (u32)(c >> 32);
+        u32 m = t[0] * FP_PINV;
+        c = (u64)m * FP_P[0] + t[0];
+        for (int j = 1; j < NL; j++) {
+            c = (u64)m * FP_P[j] + t[j] + (c >> 32);
+            t[j - 1] = (u32)c;
+        }
+        c = (u64)t[NL] + (c >> 32);
+        t[NL - 1] = (u32)c;
+        t[NL] = t[NL + 1] + (u32)(c >> 32);
+    }
+    for (int i = 0; i < NL; i++) r.v[i] = t[i];  // below 2p since p < R/4
+    fp_reduce_once(r);
+}
+
+__device__ __forceinline__ void fp_sqr(fp& r, const fp& a) { fp_mul(r, a, a); }
+
+// ---- points -------------------------------------------------------------------------------------
+
+__device__ __forceinline__ void xyzz_set_inf(xyzz& a) {
+    fp_set_zero(a.x);
+    fp_set_one(a.y);
+    fp_set_zero(a.zz);
+    fp_set_zero(a.zzz);
+}
+
+__device__ __forceinline__ bool xyzz_is_inf(const xyzz& a) { return fp_is_zero(a.zz); }
+
+// dbl-2008-s-1
+__device__ __noinline__ void xyzz_dbl(xyzz& a) {
+    if (xyzz_is_inf(a)) return;
+    fp u, v, w, s, m, t;
+    fp_add(u, a.y, a.y);
+    fp_sqr(v, u);
+    fp_mul(w, u, v);
+    fp_mul(s, a.x, v);
+    fp_sqr(m, a.x);
+    fp_add(t, m, m);
+    fp_add(m, t, m);
+    fp_sqr(t, m);
+    fp_sub(t, t, s);
+    fp_sub(t, t, s);  // X3
+    fp_sub(s, s, t);
+    fp_mul(s, m, s);
+    fp_mul(u, w, a.y);
+    fp_sub(a.y, s, u);
+    a.x = t;
+    fp_mul(a.zz, a.zz, v);
+    fp_mul(a.zzz, a.zzz, w);
+}
+
+// mdbl-2008-s-1: a = 2 (x, y)
+__device__ __forceinline__ void xyzz_mdbl(xyzz& a, const fp& x, const fp& y) {
+    fp u, v, w, s, m, t;
+    fp_add(u, y, y);
+    fp_sqr(v, u);
+    fp_mul(w, u, v);
+    fp_mul(s, x, v);
+    fp_sqr(m, x);
+    fp_add(t, m, m);
+    fp_add(m, t, m);
+    fp_sqr(t, m);
+    fp_sub(t, t, s);
+    fp_sub(t, t, s);
+    fp_sub(s, s, t);
+    fp_mul(s, m, s);
+    fp_mul(u, w, y);
+    fp_sub(a.y, s, u);
+    a.x = t;
+    a.zz = v;
+    a.zzz = w;
+}
+
+// madd-2008-s: a += (x, y), with the doubling and inverse cases handled
+__device__ __noinline__ void xyzz_madd(xyzz& a, const fp& x, const fp& y) {
+    if (xyzz_is_inf(a)) {
+        a.x = x;
+        a.y = y;
+        fp_set_one(a.zz);
+        fp_set_one(a.zzz);
+        return;
+    }
+    fp p, r, pp, ppp, q, t;
+    fp_mul(p, x, a.zz);
+    fp_sub(p, p, a.x);
+    fp_mul(r, y, a.zzz);
+    fp_sub(r, r, a.y);
+    if (fp_is_zero(p)) {
+        if (fp_is_zero(r)) xyzz_mdbl(a, x, y);
+        else xyzz_set_inf(a);
+        return;
+    }
+    fp_sqr(pp, p);
+    fp_mul(ppp, p, pp);
+    fp_mul(q, a.x, pp);
+    fp_sqr(t, r);
+    fp_sub(t, t, ppp);
+    fp_sub(t, t, q);
+    fp_sub(t, t, q);  // X3
+    fp_sub(q, q, t);
+    fp_mul(q, r, q);
+    fp_mul(p, a.y, ppp);
+    fp_sub(a.y, q, p);
+    a.x = t;
+    fp_mul(a.zz, a.zz, pp);
+    fp_mul(a.zzz, a.zzz, ppp);
+}
+
+// add-2008-s: a += b
+__device__ __noinline__ void xyzz_add(xyzz& a, const xyzz& b) {
+    if (xyzz_is_inf(b)) return;
+    if (xyzz_is_inf(a)) {
+        a = b;
+        return;
+    }
+    fp u1, s1, p, r, pp, ppp, q, t;
+    fp_mul(u1, a.x, b.zz);
+    fp_mul(p, b.x, a.zz);
+    fp_sub(p, p, u1);
+    fp_mul(s1, a.y, b.zzz);
+    fp_mul(r, b.y, a.zzz);
+    fp_sub(r, r, s1);
+    if (fp_is_zero(p)) {
+        if (fp_is_zero(r)) xyzz_dbl(a);
+        else xyzz_set_inf(a);
+        return;
+    }
+    fp_sqr(pp, p);
+    fp_mul(ppp, p, pp);
+    fp_mul(q, u1, pp);
+    fp_sqr(t, r);
+    fp_sub(t, t, ppp);
+    fp_sub(t, t, q);
+    fp_sub(t, t, q);  // X3
+    fp_sub(q, q, t);
+    fp_mul(q, r, q);
+    fp_mul(s1, s1, ppp);
+    fp_sub(a.y, q, s1);
+    a.x = t;
+    fp_mul(a.zz, a.zz, b.zz);
+    fp_mul(a.zz, a.zz, pp);
+    fp_mul(a.zzz, a.zzz, b.zzz);
+    fp_mul(a.zzz, a.zzz, ppp);
+}
+
+__device__ __forceinline__ void load_fp(fp& a, const u32* src) {
+    for (int i = 0; i < NL; i++) a.v[i] = src[i];
+}
+
+__device__ __forceinline__ void store_fp(u32* dst, const fp& a) {
+    for (int i = 0; i < NL; i++) dst[i] = a.v[i];
+}
+
+__device__ __forceinline__ void load_xyzz(xyzz& a, const u32* src) {
+    load_fp(a.x, src);
+    load_fp(a.y, src + NL);
+    load_fp(a.zz, src + 2 * NL);
+    load_fp(a.zzz, src + 3 * NL);
+}
+
+__device__ __forceinline__ void store_xyzz(u32* dst, const xyzz& a) {
+    store_fp(dst, a.x);
+    store_fp(dst + NL, a.y);
+    store_fp(dst + 2 * NL, a.zz);
+    store_fp(dst + 3 * NL, a.zzz);
+}
+
+// ---- kernels ------------------------------------------------------------------------------------
+
+// Affine bases (x, y canonical, 24 limbs each point) into Montgomery form, in place.
+extern "C" __global__ void to_montgomery(u32* pts, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fp r2;
+    load_fp(r2, FP_R2);
+    for (int k = 0; k < 2; k++) {
+        fp a;
+        load_fp(a, pts + 24 * i + NL * k);
+        fp_mul(a, a, r2);
+        store_fp(pts + 24 * i + NL * k, a);
+    }
+}
+
+// c bits of a 256-bit scalar (8 limbs) from bit `pos`
+__device__ __forceinline__ u32 scalar_bits(const u32* s, int pos, int c) {
+    int limb = pos >> 5, off = pos & 31;
+    if (limb >= 8) return 0;
+    u32 v = s[limb] >> off;
+    if (off + c > 32 && limb + 1 < 8) v |= s[limb + 1] << (32 - off);
+    return v & ((1u << c) - 1u);
+}
+
+// Signed digits of scalar i (digits[w * n + i], in [-2^(c-1), 2^(c-1)]) and the bucket counts.
+// A point whose base is the identity (valid[i] == 0) gets digits 0 and lands in no bucket.
+extern "C" __global__ void signed_digits(const u32* scalars, const unsigned char* valid, int n, int c,
+                                         int windows, int* digits, u32* counts) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const u32* s = scalars + 8 * i;
+    int half = 1 << (c - 1), buckets = half;
+    u32 carry = 0;
+    for (int w = 0; w < windows; w++) {
+        int d = valid[i] ? (int)(scalar_bits(s, w * c, c) + carry) : 0;
+        carry = d > half;
+        if (carry) d -= 1 << c;
+        digits[w * n + i] = d;
+        if (d) atomicAdd(&counts[w * buckets + (d < 0 ? -d : d) - 1], 1u);
+    }
+}
+
+// Each (window, point) with a non-zero digit writes its point index (and sign) into its bucket's slot range.
+extern "C" __global__ void scatter(const int* digits, int n, int c, int windows, u32* cursor, u32* entries) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)n * windows) return;
+    int w = (int)(t / n), i = (int)(t % n);
+    int d = digits[t];
+    if (!d) return;
+    u32 pos = atomicAdd(&cursor[w * (1 << (c - 1)) + (d < 0 ? -d : d) - 1], 1u);
+    entries[pos] = (u32)i | (d < 0 ? NEG_FLAG : 0u);
+}
+
+// Buckets are summed in chunks of at most L entries, so that a crowded bucket (witnesses full of
+// 0s and 1s, a scalar's short top window) is shared by many threads: task t belongs to bucket
+// task_bucket[t] and is chunk t - task0[bucket] of it. Level 1 adds affine points (negated
+// where the digit was negative), later levels add the partial sums until one is left a bucket.
+extern "C" __global__ void accumulate_chunks(const u32* bases, const u32* entries, const u32* starts,
+                                             const u32* counts, const u32* task_bucket, const u32* task0,
+                                             int chunk, int tasks, u32* out) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= tasks) return;
+    u32 b = task_bucket[t];
+    u32 lo = starts[b] + (t - task0[b]) * chunk, end = starts[b] + counts[b];
+    u32 hi = lo + chunk < end ? lo + chunk : end;
+    xyzz acc;
+    xyzz_set_inf(acc);
+    for (u32 k = lo; k < hi; k++) {
+        u32 e = entries[k];
+        const u32* pt = bases + 24 * (u64)(e & ~NEG_FLAG);
+        fp x, y;
+        load_fp(x, pt);
+        load_fp(y, pt + NL);
+        if (e & NEG_FLAG) fp_neg(y, y);
+        xyzz_madd(acc, x, y);
+    }
+    store_xyzz(out + 48 * (u64)t, acc);
+}
+
+extern "C" __global__ void sum_chunks(const u32* in, const u32* starts, const u32* counts,
+                                      const u32* task_bucket, const u32* task0, int chunk, int tasks,
+                                      u32* out) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= tasks) return;
+    u32 b = task_bucket[t];
+    u32 lo = starts[b] + (t - task0[b]) * chunk, end = starts[b] + counts[b];
+    u32 hi = lo + chunk < end ? lo + chunk : end;
+    xyzz acc, p;
+    xyzz_set_inf(acc);
+    for (u32 k = lo; k < hi; k++) {
+        load_xyzz(p, in + 48 * (u64)k);
+        xyzz_add(acc, p);
+    }
+    store_xyzz(out + 48 * (u64)t, acc);
+}
+
+// bucket b = its one remaining partial sum, or the identity when it got no point
+extern "C" __global__ void gather_buckets(const u32* partial, const u32* counts, const u32* starts,
+                                          int total_buckets, u32* buckets) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= total_buckets) return;
+    xyzz acc;
+    if (counts[b]) load_xyzz(acc, partial + 48 * (u64)starts[b]);
+    else xyzz_set_inf(acc);
+    store_xyzz(buckets + 48 * (u64)b, acc);
+}
+
+// One thread per segment of `seg` buckets of a window: sum_{b in segment} (b + 1) * B_b,
+// by a running sum (weights 1..seg) plus lo * (the segment's plain sum).
+extern "C" __global__ void weigh_segments(const u32* buckets, int per_window, int seg, int segments,
+                                          u32* out) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= segments) return;
+    int per_seg_window = per_window / seg;
+    int w = t / per_seg_window, lo = (t % per_seg_window) * seg;
+    const u32* base = buckets + 48 * ((u64)w * per_window + lo);
+    xyzz running, total, b;
+    xyzz_set_inf(running);
+    xyzz_set_inf(total);
+    for (int k = seg - 1; k >= 0; k--) {
+        load_xyzz(b, base + 48 * k);
+        xyzz_add(running, b);
+        xyzz_add(total, running);
+    }
+    // total += lo * running, double-and-add from the top bit of lo
+    xyzz acc;
+    xyzz_set_inf(acc);
+    for (int bit = 15; bit >= 0; bit--) {  // lo < 2^15: c is at most 16
+        xyzz_dbl(acc);
+        if ((lo >> bit) & 1) xyzz_add(acc, running);
+    }
+    xyzz_add(total, acc);
+    store_xyzz(out + 48 * (u64)t, total);
+}
+
+// out[g] = sum of in[g * group .. g * group + group - 1]
+extern "C" __global__ void sum_groups(const u32* in, int group, int groups, u32* out) {
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= groups) return;
+    xyzz acc, b;
+    xyzz_set_inf(acc);
+    for (int k = 0; k < group; k++) {
+        load_xyzz(b, in + 48 * ((u64)g * group + k));
+        xyzz_add(acc, b);
+    }
+    store_xyzz(out + 48 * (u64)g, acc);
+}
+
+// One thread: sum_w 2^(c w) S_w by Horner, out of Montgomery form (X, Y, ZZ, ZZZ canonical).
+extern "C" __global__ void fold_windows(const u32* sums, int windows, int c, u32* out) {
+    if (blockIdx.x * blockDim.x + threadIdx.x != 0) return;
+    xyzz acc, s;
+    load_xyzz(acc, sums + 48 * (u64)(windows - 1));
+    for (int w = windows - 2; w >= 0; w--) {
+        for (int k = 0; k < c; k++) xyzz_dbl(acc);
+        load_xyzz(s, sums + 48 * (u64)w);
+        xyzz_add(acc, s);
+    }
+    fp one;
+    fp_set_zero(one);
+    one.v[0] = 1;
+    fp_mul(acc.x, acc.x, one);
+    fp_mul(acc.y, acc.y, one);
+    fp_mul(acc.zz, acc.zz, one);
+    fp_mul(acc.zzz, acc.zzz, one);
+    store_xyzz(out, acc);
+}

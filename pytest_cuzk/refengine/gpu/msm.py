@@ -1,0 +1,167 @@
+"""The G1 MSM on a CUDA device: ``msm.cu`` compiled by NVRTC through CuPy (cached on disk by CuPy).
+
+Bases are uploaded once (``upload``: affine, converted to Montgomery form on the device) and
+stay resident; every MSM then moves only its scalars (8 32-bit limbs each) to the device and
+192 bytes back. The sum comes back in XYZZ coordinates and is made affine here, with one
+inversion in Python, so the point equals py-arkworks' result exactly.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import cupy
+import numpy as np
+from py_arkworks_bls12381 import G1Point, Scalar
+
+from .plan import MsmPlan
+
+__all__ = ["DeviceBases", "GpuMsm", "P", "scalars_to_limbs"]
+
+P = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
+"""The base field modulus of BLS12-381."""
+_BLOCK = 128
+_CHUNK = 32
+"""Additions one thread does for a bucket before the partial sums are added in turn."""
+_TREE = 8
+"""Partial sums one thread adds in each step of the per-window reduction tree."""
+
+
+@dataclass
+class DeviceBases:
+    """Affine bases on the device: ``points`` (n, 24) limbs; ``valid`` is 0 where a base is the identity."""
+
+    points: Any
+    valid: Any
+
+    @property
+    def n(self) -> int:
+        """Number of bases."""
+        return int(self.points.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Device memory they take."""
+        return int(self.points.nbytes + self.valid.nbytes)
+
+
+def scalars_to_limbs(scalars: list[Scalar]) -> np.ndarray:
+    """Scalars as an (n, 8) array of little-endian 32-bit limbs, the kernels' input."""
+    raw = b"".join(s.to_le_bytes() for s in scalars)
+    return np.frombuffer(raw, dtype="<u4").reshape(len(scalars), 8)
+
+
+class GpuMsm:
+    """One CUDA device's G1 MSM; thread-safe (one MSM at a time)."""
+
+    def __init__(self, ordinal: int) -> None:
+        self.ordinal = ordinal
+        self._lock = threading.Lock()
+        with cupy.cuda.Device(ordinal):
+            props = cupy.cuda.runtime.getDeviceProperties(ordinal)
+            self.name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+            source = resources.files(__package__).joinpath("msm.cu").read_text()
+            module = cupy.RawModule(code=source)
+            self._k = {
+                name: module.get_function(name)
+                for name in (
+                    "to_montgomery", "signed_digits", "scatter", "accumulate_chunks", "sum_chunks",
+                    "gather_buckets", "weigh_segments", "sum_groups", "fold_windows",
+                )
+            }  # fmt: skip
+
+    @property
+    def label(self) -> str:
+        """How the engine names this prover (``prover="gpu:NVIDIA H200"``)."""
+        return f"gpu:{self.name}"
+
+    def _launch(self, name: str, threads: int, *args: Any) -> None:
+        blocks = (threads + _BLOCK - 1) // _BLOCK
+        self._k[name]((max(blocks, 1),), (_BLOCK,), args)
+
+    def upload(self, points: list[G1Point]) -> DeviceBases:
+        """Copy affine bases to the device, in Montgomery form there."""
+        raw = b"".join(p.to_xy_bytes_le() for p in points)
+        host = np.frombuffer(raw, dtype="<u4").reshape(len(points), 24)
+        with self._lock, cupy.cuda.Device(self.ordinal):
+            dev = cupy.asarray(host)
+            valid = cupy.asarray(host.any(axis=1).astype(np.uint8))  # the identity's x, y are (0, 0)
+            if len(points):
+                self._launch("to_montgomery", len(points), dev, np.int32(len(points)))
+            cupy.cuda.runtime.deviceSynchronize()
+        return DeviceBases(dev, valid)
+
+    def msm(self, bases: DeviceBases, scalars: Any) -> G1Point:
+        """sum_i scalars[i] * bases[i]; ``scalars`` is an (n, 8) limb array, on the host or the device."""
+        n = bases.n
+        if n == 0:
+            return G1Point.identity()
+        with self._lock, cupy.cuda.Device(self.ordinal):
+            out = self._run(bases, cupy.ascontiguousarray(cupy.asarray(scalars, dtype=cupy.uint32)), n)
+        return _affine(out)
+
+    def _bucket_sums(self, bases: DeviceBases, entries: Any, starts: Any, counts: Any, total: int) -> Any:
+        """Every bucket's sum, in chunks of at most ``_CHUNK`` additions a thread, level by level."""
+        task_bucket, task0, tasks, n_tasks = _chunks(counts)
+        partial = cupy.empty((n_tasks, 48), dtype=cupy.uint32)
+        chunk = np.int32(_CHUNK)
+        level = (bases.points, entries, starts, counts, task_bucket, task0, chunk, np.int32(n_tasks))
+        self._launch("accumulate_chunks", n_tasks, *level, partial)
+        while n_tasks > 0 and int(tasks.max()) > 1:
+            starts, counts = task0, tasks
+            task_bucket, task0, tasks, n_tasks = _chunks(counts)
+            summed = cupy.empty((n_tasks, 48), dtype=cupy.uint32)
+            again = (partial, starts, counts, task_bucket, task0, chunk, np.int32(n_tasks))
+            self._launch("sum_chunks", n_tasks, *again, summed)
+            partial = summed
+        buckets = cupy.empty((total, 48), dtype=cupy.uint32)
+        self._launch("gather_buckets", total, partial, tasks, task0, np.int32(total), buckets)
+        return buckets
+
+    def _run(self, bases: DeviceBases, scalars: Any, n: int) -> np.ndarray:
+        plan = MsmPlan(n)
+        c, windows, per_window = np.int32(plan.c), np.int32(plan.windows), plan.buckets_per_window
+        digits = cupy.empty(plan.windows * n, dtype=cupy.int32)
+        counts = cupy.zeros(plan.total_buckets, dtype=cupy.uint32)
+        self._launch("signed_digits", n, scalars, bases.valid, np.int32(n), c, windows, digits, counts)
+        starts = cupy.cumsum(counts, dtype=cupy.uint32) - counts
+        cursor = starts.copy()
+        entries = cupy.empty(plan.windows * n, dtype=cupy.uint32)
+        self._launch("scatter", plan.windows * n, digits, np.int32(n), c, windows, cursor, entries)
+        del digits, cursor
+        buckets = self._bucket_sums(bases, entries, starts, counts, plan.total_buckets)
+        del entries
+        partial = cupy.empty((plan.segments, 48), dtype=cupy.uint32)
+        weigh = (buckets, np.int32(per_window), np.int32(plan.segment), np.int32(plan.segments), partial)
+        self._launch("weigh_segments", plan.segments, *weigh)
+        per = plan.segments // plan.windows
+        while per > 1:  # per and _TREE are powers of two
+            group = min(_TREE, per)
+            groups = partial.shape[0] // group
+            summed = cupy.empty((groups, 48), dtype=cupy.uint32)
+            self._launch("sum_groups", groups, partial, np.int32(group), np.int32(groups), summed)
+            partial, per = summed, per // group
+        out = cupy.empty(48, dtype=cupy.uint32)
+        self._launch("fold_windows", 1, partial, windows, c, out)
+        return cupy.asnumpy(out)
+
+
+def _chunks(counts: Any) -> tuple[Any, Any, Any, int]:
+    """Chunks of runs of ``counts`` items: (each chunk's run, each run's first chunk, chunks a run, total)."""
+    tasks = (counts + (_CHUNK - 1)) // _CHUNK
+    ends = cupy.cumsum(tasks, dtype=cupy.uint32)
+    n_tasks = int(ends[-1]) if ends.size else 0
+    task_bucket = cupy.searchsorted(ends, cupy.arange(n_tasks, dtype=cupy.uint32), side="right")
+    return task_bucket.astype(cupy.uint32), ends - tasks, tasks, n_tasks
+
+
+def _affine(xyzz: np.ndarray) -> G1Point:
+    """G1Point from canonical XYZZ limbs (x = X/ZZ, y = Y/ZZZ; ZZ = 0 is the identity)."""
+    x, y, zz, zzz = (int.from_bytes(xyzz[12 * i : 12 * i + 12].tobytes(), "little") for i in range(4))
+    if zz == 0:
+        return G1Point.identity()
+    ax, ay = x * pow(zz, -1, P) % P, y * pow(zzz, -1, P) % P
+    return G1Point.from_xy_bytes_le(ax.to_bytes(48, "little") + ay.to_bytes(48, "little"))

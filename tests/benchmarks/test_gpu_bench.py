@@ -1,0 +1,133 @@
+"""GPU prover figures (CUDA and CuPy only): G1 MSM milliseconds against py-arkworks, proofs/hour GPU vs CPU.
+
+MSM: 2^16, 2^18 and 2^20 distinct bases with random scalars; the GPU's median of 10 runs
+with the bases resident and the scalars on the device (each result checked against
+py-arkworks once), py-arkworks' median of 3 with the MSM sliced over every core as the CPU
+prover slices it. Proofs/hour: one PoRep proof's stages back to back (synthesis, then the
+prove stage) on each prover, for the presets in ``CUZK_REF_GPU_BENCH_PRESETS`` (default
+"default,medium"); the engine overlaps the two stages, so its rate lies between the
+sequential figure and 1 / the longer stage, both printed.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
+
+import numpy as np
+import pytest
+from py_arkworks_bls12381 import G1Point, Scalar
+
+from pytest_cuzk.inputs import build_request
+from pytest_cuzk.refengine import gendata
+from pytest_cuzk.refengine.gpu import open_gpu
+from pytest_cuzk.refengine.prover import RefProver
+from pytest_cuzk.wire.kinds import KINDS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+pytestmark = pytest.mark.gpu
+GPU, WHY = open_gpu((), off=False)
+if GPU is None:
+    pytest.skip(f"needs a CUDA GPU and CuPy: {WHY}", allow_module_level=True)
+
+import cupy  # noqa: E402 - only where open_gpu found CuPy and a device
+
+PRESETS = os.environ.get("CUZK_REF_GPU_BENCH_PRESETS", "default,medium").split(",")
+THREADS = len(os.sched_getaffinity(0))
+
+
+def _bases(n: int) -> list[G1Point]:
+    g, p, out = G1Point(), G1Point() * Scalar(0x5EED), []
+    for _ in range(n):
+        out.append(p)
+        p = p + g
+    return out
+
+
+def _cpu_msm(pool: ThreadPoolExecutor, pts: list[G1Point], sc: list[Scalar]) -> G1Point:
+    cuts = [len(pts) * k // THREADS for k in range(THREADS + 1)]
+    pieces = [(pts[a:b], sc[a:b]) for a, b in pairwise(cuts)]
+    parts = pool.map(lambda piece: G1Point.multiexp_unchecked(*piece), pieces)
+    total = G1Point.identity()
+    for part in parts:
+        total = total + part
+    return total
+
+
+def _median_s(fn, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def test_gpu_msm_figures():
+    rng = np.random.default_rng()
+    pts_all = _bases(1 << 20)
+    rows = []
+    with ThreadPoolExecutor(THREADS) as pool:
+        for log_n in (16, 18, 20):
+            n = 1 << log_n
+            pts = pts_all[:n]
+            limbs = rng.integers(0, 1 << 32, size=(n, 8), dtype=np.uint64).astype(np.uint32)
+            limbs[:, 7] &= 0x3FFFFFFF  # below 2^254 < r
+            sc = [Scalar.from_le_bytes(row.tobytes()) for row in limbs]
+            bases, dev = GPU.upload(pts), cupy.asarray(limbs)
+            got = GPU.msm(bases, dev)
+            assert got == _cpu_msm(pool, pts, sc), f"GPU MSM of 2^{log_n} points differs from py-arkworks"
+            gpu_s = _median_s(lambda b=bases, d=dev: GPU.msm(b, d), 10)
+            cpu_s = _median_s(lambda p=pts, s=sc: _cpu_msm(pool, p, s), 3)
+            rows.append((log_n, gpu_s * 1e3, cpu_s * 1e3))
+            del bases, dev
+    print(f"\nG1 MSM on {GPU.name} vs py-arkworks on {THREADS} threads")
+    print(f"{'points':>8} {'GPU ms':>9} {'CPU ms':>9} {'speed-up':>9}")
+    for log_n, g, c in rows:
+        print(f"{'2^' + str(log_n):>8} {g:9.2f} {c:9.1f} {c / g:9.1f}")
+
+
+def _stages(prover: RefProver, req, rounds: int = 3) -> tuple[float, float]:
+    """Median (synthesis seconds, prove seconds) of a PoRep proof, checked by the engine's own verifier."""
+    job = prover.parse(KINDS["porep"], req)
+    prover.ensure_loaded(job.kind.circuit_id)
+    synth, prove = [], []
+    for _ in range(rounds + 1):  # the first round warms caches (and compiles nothing: the module is loaded)
+        t0 = time.perf_counter()
+        parts = [prover.synthesize(job, k) for k in range(job.partitions)]
+        t1 = time.perf_counter()
+        proof = b"".join(prover.prove(parts))
+        synth.append(t1 - t0)
+        prove.append(time.perf_counter() - t1)
+        assert prover.first_bad_partition(job, proof) is None
+    return statistics.median(synth[1:]), statistics.median(prove[1:])
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_gpu_proofs_per_hour(tmp_path, preset):
+    out = tmp_path / "data"
+    manifest = tomllib.loads(gendata.generate(out, preset=preset).read_text())
+    entry = manifest["kinds"]["porep"][0]
+    req = build_request(KINDS["porep"], out / entry["file"], entry["request"])
+    rows = []
+    for label, gpu in (("cpu", None), ("gpu", GPU)):
+        prover = RefProver(tmp_path / "params", preset=preset, gpu=gpu)
+        try:
+            rows.append((label, *_stages(prover, req)))
+        finally:
+            prover.close()
+    print(f"\nPoRep, preset {preset}: proofs/hour, stages back to back and (bound) 1 / longer stage")
+    for label, synth, prove in rows:
+        sequential, bound = 3600 / (synth + prove), 3600 / max(synth, prove)
+        print(f"{label:>4}: synthesis {synth:8.3f} s, prove {prove:8.3f} s, "
+              f"{sequential:9.0f} /h sequential, {bound:9.0f} /h bound")  # fmt: skip
+    cpu_prove, gpu_prove = rows[0][2], rows[1][2]
+    print(f"prove stage: GPU {cpu_prove / gpu_prove:.1f}x the CPU")

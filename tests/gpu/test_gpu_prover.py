@@ -1,0 +1,141 @@
+"""On a CUDA GPU with CuPy: the GPU MSM against py-arkworks, GPU proofs against CPU proofs, VRAM and faults.
+
+Skips, with the reason, where ``open_gpu`` finds no usable GPU. Every MSM check draws fresh
+random inputs (the seed is in the failure message). Run: ``python -m pytest tests/gpu -m gpu``.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+
+import pytest
+from py_arkworks_bls12381 import G1Point, Scalar
+
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine import groth16, keyfile
+from pytest_cuzk.refengine.config import Faults
+from pytest_cuzk.refengine.field import R
+from pytest_cuzk.refengine.gpu import open_gpu
+from pytest_cuzk.refengine.groth16 import ProofInput
+from pytest_cuzk.refengine.prover import RefProver
+from pytest_cuzk.wire.kinds import KINDS
+
+pytestmark = pytest.mark.gpu
+GPU, WHY = open_gpu((), off=False)
+if GPU is None:
+    pytest.skip(f"needs a CUDA GPU and CuPy: {WHY}", allow_module_level=True)
+
+import cupy  # noqa: E402 - only where open_gpu found CuPy and a device
+
+from pytest_cuzk.refengine.gpu.keys import GpuKeys  # noqa: E402
+from pytest_cuzk.refengine.gpu.msm import scalars_to_limbs  # noqa: E402
+
+G = G1Point()
+
+
+def _points(rnd: random.Random, n: int) -> list[G1Point]:
+    """Distinct pseudo-random points: a random start, then steps of a random point."""
+    p, step = G * Scalar(rnd.randrange(1, R)), G * Scalar(rnd.randrange(1, R))
+    out = []
+    for _ in range(n):
+        out.append(p)
+        p = p + step
+    return out
+
+
+SIZES = {"one": 1, "two": 2, "small": 33, "random": 3000, "wide": 20_000, "max window": 1 << 17}
+
+
+def _case(name: str, rnd: random.Random) -> tuple[list[G1Point], list[int]]:
+    n = SIZES.get(name, 400)
+    pts, ks = _points(rnd, n), [rnd.randrange(R) for _ in range(n)]
+    if name == "zero scalars":
+        ks = [0 if i % 3 else k for i, k in enumerate(ks)]
+    elif name == "all zero":
+        ks = [0] * n
+    elif name == "identity bases":
+        pts = [G1Point.identity() if i % 4 == 0 else p for i, p in enumerate(pts)]
+    elif name == "repeated base":
+        pts = [pts[0]] * n
+    elif name == "near r":
+        ks = [R - 1 - (i % 9) for i in range(n)]
+    elif name == "cancelling":
+        pts, ks = [pts[0], -pts[0]] * (n // 2), [rnd.randrange(R)] * n
+    elif name == "equal terms":
+        ks = [ks[0]] * n
+    return pts, ks
+
+
+CASES = ["one", "two", "small", "random", "wide", "max window", "zero scalars", "all zero",
+         "identity bases", "repeated base", "near r", "cancelling", "equal terms"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_gpu_msm_matches_arkworks(name):
+    seed = secrets.randbits(32)
+    pts, ks = _case(name, random.Random(seed))
+    scalars = [Scalar(k) for k in ks]
+    got = GPU.msm(GPU.upload(pts), scalars_to_limbs(scalars))
+    assert got == G1Point.multiexp_unchecked(pts, scalars), f"seed {seed}"
+
+
+def _parts(ref_data, ref_params, name: str):
+    prover = RefProver(ref_params)
+    try:
+        job = prover.parse(KINDS[name], ref_data.request(name))
+        return prover, job, [prover.synthesize(job, k) for k in range(job.partitions)]
+    finally:
+        prover.close()
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_gpu_proof_is_byte_identical_to_the_cpu_proof(ref_data, ref_params, name):
+    """With the same (r, s) the two provers must compute the same group elements, so the same bytes."""
+    prover, job, parts = _parts(ref_data, ref_params, name)
+    prover.ensure_loaded(job.kind.circuit_id)
+    pk = keyfile.read_params(prover.params_path(job.kind.circuit_id))
+    inputs = [ProofInput(pk, p.z, p.h) for p in parts]
+    blinding = [(secrets.randbelow(R), secrets.randbelow(R)) for _ in inputs]
+    cpu = b"".join(p.to_bytes() for p in groth16.create_proofs(inputs, blinding))
+    gpu = b"".join(p.to_bytes() for p in groth16.create_proofs(inputs, blinding, g1=GpuKeys(GPU)))
+    assert gpu == cpu
+    assert prover.first_bad_partition(job, gpu) is None
+
+
+def _pool_bytes() -> int:
+    return int(cupy.get_default_memory_pool().used_bytes())
+
+
+def test_gpu_engine_keeps_the_srs_on_the_device_until_evicted(start_engine, ref_data):
+    running = start_engine(behave="protocol")
+    engine, stub = running.engine, running.stub
+    assert engine.prover.prover_label == GPU.label
+    info = next(
+        line
+        for line in stub.GetMetrics(pb.GetMetricsRequest(), timeout=10).prometheus_text.splitlines()
+        if line.startswith("cuzk_ref_info{")
+    )
+    assert f'prover="{GPU.label}"' in info
+    cid = KINDS["porep"].circuit_id
+    engine.prover.evict(cid)
+    before = _pool_bytes()
+    stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id=cid), timeout=300)
+    pk = keyfile.read_params(engine.prover.params_path(cid))
+    g1_bases = len(pk.a_query) + len(pk.b_g1_query) + len(pk.h_query) + len(pk.l_query)
+    assert _pool_bytes() - before >= 96 * g1_bases
+    result = stub.Prove(pb.ProveRequest(submit=ref_data.request("porep", "gpu-1")), timeout=300).result
+    assert result.status == pb.AwaitProofResponse.COMPLETED, result.error_message
+    assert stub.EvictSRS(pb.EvictSrsRequest(circuit_id=cid), timeout=10).was_loaded
+    assert _pool_bytes() <= before
+
+
+def test_slow_factor_slows_the_gpu_stage(start_engine, ref_data):
+    running = start_engine(faults=Faults(slow_factor=3.0))
+    before = running.engine.prover.timings().get("prove: G1 MSMs (GPU)", 0.0)
+    req = pb.ProveRequest(submit=ref_data.request("winning", "slow-1"))
+    result = running.stub.Prove(req, timeout=300).result
+    assert result.status == pb.AwaitProofResponse.COMPLETED, result.error_message
+    gpu_s = running.engine.prover.timings()["prove: G1 MSMs (GPU)"] - before
+    assert gpu_s > 0
+    assert result.gpu_compute_ms >= 3.0 * gpu_s * 1000 - 1
