@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import venv
@@ -25,11 +26,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One data dir (reference params, PCE files, generated data) for every inner pytest run.
+    """One data dir (reference params, PCE files, generated data) for every test of the session.
 
-    Trusted setup then runs once per test session rather than once per inner run.
+    Under xdist the workers share it too (the engine and the data store lock what they write),
+    so trusted setup runs once per circuit for the whole test run. Tests of a fresh cache make
+    their own.
     """
-    return tmp_path_factory.mktemp("cuzk-cache")
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' basetemps share this folder
+    cache = root / "cuzk-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
+
+
+@pytest.fixture(scope="session")
+def ref_params(shared_cache: Path) -> Path:
+    """The reference engine's param cache of the default preset: where inner runs keep it too."""
+    params = shared_cache / "ref-params-default"
+    params.mkdir(exist_ok=True)
+    return params
 
 
 @pytest.fixture

@@ -42,13 +42,14 @@ class RefDaemons:
 
 
 @contextmanager
-def ref_daemons(tmp_path: Path, count: int = 1, config: str = "") -> Iterator[RefDaemons]:
-    """Generate data once and start ``count`` cuzk-ref daemons on unix sockets sharing a param cache.
+def ref_daemons(tmp_path: Path, params: Path, count: int = 1, config: str = "") -> Iterator[RefDaemons]:
+    """Generate data once and start ``count`` cuzk-ref daemons on unix sockets sharing ``params``.
 
+    ``params`` is the param cache (the session's ``ref_params``, so trusted setup runs once);
     ``config`` is added to their TOML (``[ref]`` or ``[ref.faults]`` tables).
     """
     cli = [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
-    data, params = tmp_path / "data", tmp_path / "params"
+    data = tmp_path / "data"
     subprocess.run([*cli, "gen-data", str(data)], check=True, stdout=subprocess.DEVNULL)
     toml = tmp_path / "ref.toml"
     toml.write_text(f'[srs]\nparam_cache = "{params}"\n{config}')

@@ -40,8 +40,8 @@ def _request(manifest: Path, kind: str = "winning"):  # type: ignore[no-untyped-
     return build_request(KINDS[kind], manifest.parent / entry.file, entry.request, request_id=f"{kind}-job")
 
 
-def test_the_client_bounds_await_proof_which_cuzk_does_not(tmp_path: Path) -> None:
-    with ref_daemons(tmp_path, config=HANGS) as refs, ProvingClient(refs.addresses[0]) as client:
+def test_the_client_bounds_await_proof_which_cuzk_does_not(tmp_path: Path, ref_params: Path) -> None:
+    with ref_daemons(tmp_path, ref_params, config=HANGS) as refs, ProvingClient(refs.addresses[0]) as client:
         client.wait_ready(60)
         req = _request(refs.manifest)
         client.submit(req)
@@ -75,8 +75,10 @@ def test_stopping_sends_sigterm_which_stops_cuzk_where_sigint_does_not(tmp_path:
     assert time.monotonic() - t0 < 5
 
 
-def test_a_cuzk_ref_says_what_it_is_and_a_cuzk_does_not(tmp_path: Path, fake_daemon_address: str) -> None:
-    with ref_daemons(tmp_path) as refs:
+def test_a_cuzk_ref_says_what_it_is_and_a_cuzk_does_not(
+    tmp_path: Path, ref_params: Path, fake_daemon_address: str
+) -> None:
+    with ref_daemons(tmp_path, ref_params) as refs:
         address = refs.addresses[0]
         with ProvingClient(address) as client:
             client.wait_ready(60)

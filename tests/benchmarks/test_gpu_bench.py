@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from py_arkworks_bls12381 import G1Point, Scalar
 
-from pytest_cuzk.inputs import build_request
+from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.gpu import open_gpu
 from pytest_cuzk.refengine.prover import RefProver

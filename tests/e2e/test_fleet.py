@@ -9,10 +9,10 @@ from support import PROVE_SOURCE, QUICK_PLAN, ref_daemons
 from pytest_cuzk.results.database import ResultsDB
 
 
-def test_two_daemons_prove_in_parallel_and_land_in_one_database(pytester, tmp_path):
+def test_two_daemons_prove_in_parallel_and_land_in_one_database(pytester, tmp_path, ref_params):
     db = f"sqlite:///{tmp_path / 'fleet.db'}"
     pytester.makepyfile(test_prove=PROVE_SOURCE)
-    with ref_daemons(tmp_path, count=2) as refs:
+    with ref_daemons(tmp_path, ref_params, count=2) as refs:
         addr_a, addr_b = refs.addresses
         result = pytester.runpytest_subprocess(
             "-n",

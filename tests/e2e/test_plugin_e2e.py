@@ -72,9 +72,9 @@ def test_xdist_gives_each_worker_its_own_daemon(inner, tmp_path, monkeypatch):
     assert all(process_gone(int(r[1])) for r in rows)
 
 
-def test_attached_daemon_is_used_sampled_and_left_running(inner, tmp_path):
+def test_attached_daemon_is_used_sampled_and_left_running(inner, tmp_path, ref_params):
     out = tmp_path / "bench.json"
-    with ref_daemons(tmp_path) as refs:
+    with ref_daemons(tmp_path, ref_params) as refs:
         result = inner(
             {"test_prove": PROVE_SOURCE},
             f"--cuzk-daemon={refs.addresses[0]}",
@@ -138,8 +138,8 @@ def test_xdist_workers_with_a_fresh_cache_share_setup_and_proofs_verify(inner, t
     inner({"test_a": PROVE_SOURCE, "test_b": PROVE_SOURCE}, *args).assert_outcomes(passed=4)
 
 
-def test_one_attached_daemon_is_not_shared_between_xdist_workers(inner, tmp_path):
-    with ref_daemons(tmp_path) as refs:
+def test_one_attached_daemon_is_not_shared_between_xdist_workers(inner, tmp_path, ref_params):
+    with ref_daemons(tmp_path, ref_params) as refs:
         result = inner(
             {"test_daemon": (SUITE / "test_daemon.py").read_text()},
             "-n",

@@ -38,12 +38,6 @@ def ref_data(tmp_path_factory: pytest.TempPathFactory) -> RefData:
     return RefData(root, tomllib.loads((root / "manifest.toml").read_text()))
 
 
-@pytest.fixture(scope="session")
-def ref_params(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's param cache: trusted setup runs once per circuit, on first need."""
-    return tmp_path_factory.mktemp("ref-params")
-
-
 @pytest.fixture
 def start_engine(ref_params: Path) -> Iterator[Callable[..., Running]]:
     """Start in-process engines (TCP on 127.0.0.1 by default); all are stopped at teardown."""
