@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from .backends.choice import DaemonChoice
     from .backends.workspace import Workspace
-    from .scenarios.records import ScenarioFigures
+    from .scenarios.figures import ScenarioFigures
 
 hookspec = pytest.hookspec  # keep pluggy's marker under one name
 

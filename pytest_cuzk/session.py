@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from .backends.choice import DaemonChoice
     from .backends.protocol import DaemonBackend
-    from .scenarios.records import ScenarioFigures
+    from .scenarios.figures import ScenarioFigures
     from .wire.kinds import ProofKindInfo
 
 __all__ = ["CuzkSession"]
@@ -314,7 +314,7 @@ class CuzkSession:
 
                     self.rows.append(Figures.from_dict(value))
                 else:
-                    from pytest_cuzk.scenarios.records import scenario_from_dict
+                    from pytest_cuzk.scenarios.figures import scenario_from_dict
 
                     self.scenarios.append(scenario_from_dict(value))
                 if getattr(report, "wasxfail", None):

@@ -22,7 +22,7 @@ from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.sinks.plots import memory_figure
 
 from ..backends.protocol import ColdStart
-from ..scenarios.records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
+from ..scenarios.figures import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 
 __all__ = [
     "cold_timeline",

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.memory import MemoryReport
-    from pytest_cuzk.run.waves import ProofRecord
+    from pytest_cuzk.run.waves import ProofOutcome
 
 __all__ = ["FINISHED_KEY", "CaseExecution", "CaseHost", "Execution", "Finished", "Running", "running"]
 
@@ -68,7 +68,7 @@ class Execution:
     item: pytest.Item
     benchmark: Any | None
 
-    def finish(self, case: Case, record: Finished, key: str, proofs: list[ProofRecord]) -> None:
+    def finish(self, case: Case, record: Finished, key: str, proofs: list[ProofOutcome]) -> None:
         """The steps every finished case and scenario takes, before its own sinks' hook.
 
         A daemon left with a proof it could not cancel is taken out of the run; the record is

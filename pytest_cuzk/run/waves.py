@@ -40,14 +40,14 @@ from pytest_cuzk.proto import pb
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.wire.kinds import ProofKindInfo
 
-__all__ = ["CaseResult", "ProofRecord", "Runner", "Wave", "await_one", "check_wave", "run_wave"]
+__all__ = ["CaseResult", "ProofOutcome", "Runner", "Wave", "await_one", "check_wave", "run_wave"]
 
 _DEATH_POLL_S = 0.2
 _REASON_NUMBERS = re.compile(r"\d+\.\d+(?=s\b)")  # the seconds waited differ per proof
 
 
 @dataclass
-class ProofRecord:
+class ProofOutcome:
     """One proof as the client saw it and as the daemon timed it."""
 
     job_id: str
@@ -69,7 +69,7 @@ class Wave:
     """One wave: its requests, what came back for each, and its wall time once checked."""
 
     requests: list[pb.SubmitProofRequest]
-    records: list[ProofRecord] = field(default_factory=list)
+    records: list[ProofOutcome] = field(default_factory=list)
     answers: list[ProofResult | None] = field(default_factory=list)
     seconds: float = 0.0  # first submit to last answer
     window: int = 0
@@ -88,7 +88,7 @@ class CaseResult:
     """All proofs and waves of a case, and how its measurement ended."""
 
     case: Case
-    proofs: list[ProofRecord] = field(default_factory=list)
+    proofs: list[ProofOutcome] = field(default_factory=list)
     waves: list[Wave] = field(default_factory=list)
     wall_s: float = 0.0
     memory: MemoryReport | None = None
@@ -99,18 +99,18 @@ class CaseResult:
     known_issue: str | None = None  # the engine's known bug that explains every failure
 
     @property
-    def ok(self) -> list[ProofRecord]:
+    def ok(self) -> list[ProofOutcome]:
         return [p for p in self.proofs if p.ok]
 
     @property
-    def failed(self) -> list[ProofRecord]:
+    def failed(self) -> list[ProofOutcome]:
         return [p for p in self.proofs if not p.ok]
 
     def why(self) -> str:
         """Why proofs failed: each distinct reason once, as its first proof said it, with how many proofs."""
         if not self.failed:
             return "every proof succeeded"
-        groups: dict[str, list[ProofRecord]] = {}
+        groups: dict[str, list[ProofOutcome]] = {}
         for p in self.failed:  # the same reason for other jobs and other seconds waited is one reason
             groups.setdefault(_REASON_NUMBERS.sub("…", p.error.replace(p.job_id, "<job>")), []).append(p)
         ranked = sorted(groups.values(), key=len, reverse=True)
@@ -153,7 +153,7 @@ class Runner:
 
 def await_one(
     runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, t0: float
-) -> tuple[ProofRecord, ProofResult | None]:
+) -> tuple[ProofOutcome, ProofResult | None]:
     """Await one submitted proof, its latency counted from ``t0``; cancel it on timeout.
 
     Checking the answer comes after the wave.
@@ -172,14 +172,14 @@ def await_one(
             cancelled = f"CancelProof failed: {exc}"
         error = f"{kind.name} proof {job} timed out after {elapsed:.1f}s ({cancelled})"
         answered = time.monotonic()
-        record = ProofRecord(job, False, elapsed, error, timed_out=True, answered_at=answered, send_lag_s=lag)
-        return record, None
+        late = ProofOutcome(job, False, elapsed, error, timed_out=True, answered_at=answered, send_lag_s=lag)
+        return late, None
     done = time.monotonic()
     if not res.completed:
         error = f"{res.status_name}: {res.error_message or '(no error message)'}"
-        return ProofRecord(job, False, done - t0, error, answered_at=done, send_lag_s=lag), None
+        return ProofOutcome(job, False, done - t0, error, answered_at=done, send_lag_s=lag), None
     timings = (res.queue_wait_ms, res.synthesis_ms, res.gpu_compute_ms, res.total_ms)
-    return ProofRecord(
+    return ProofOutcome(
         job, True, done - t0, "", *timings, len(res.proof), answered_at=done, send_lag_s=lag
     ), res
 
@@ -204,7 +204,7 @@ def _check(runner: Runner, kind: ProofKindInfo, req: pb.SubmitProofRequest, res:
     return ""
 
 
-def check_wave(runner: Runner, kind: ProofKindInfo, wave: Wave) -> list[ProofRecord]:
+def check_wave(runner: Runner, kind: ProofKindInfo, wave: Wave) -> list[ProofOutcome]:
     """Check (and verify) every answer of a timed wave; a proof that fails a check is not ok."""
     for req, rec, res in zip(wave.requests, wave.records, wave.answers, strict=True):
         problem = _check(runner, kind, req, res) if res is not None else ""
@@ -220,7 +220,7 @@ def _wave_name(kind: ProofKindInfo, requests: list[pb.SubmitProofRequest]) -> st
     return f"a wave of {len(ids)} {kind.name} proofs (jobs {ids[0]} to {ids[-1]})"
 
 
-_Answer = Future[tuple[ProofRecord, ProofResult | None]]
+_Answer = Future[tuple[ProofOutcome, ProofResult | None]]
 
 
 def _late_so_far(wave: Wave, sent: list[tuple[float, _Answer]]) -> int:

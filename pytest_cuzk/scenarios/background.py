@@ -19,14 +19,14 @@ from typing import cast
 
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.daemon.client import ProofResult
-from pytest_cuzk.run.waves import ProofRecord, Runner, await_one
+from pytest_cuzk.run.waves import ProofOutcome, Runner, await_one
 
 from ..proto import pb
 from ..wire.kinds import ProofKindInfo
 
 __all__ = ["Background"]
 
-_Answered = tuple[pb.SubmitProofRequest, ProofRecord, ProofResult | None]
+_Answered = tuple[pb.SubmitProofRequest, ProofOutcome, ProofResult | None]
 
 
 class Background:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pytest_cuzk.measure import stats
-from pytest_cuzk.run.waves import ProofRecord
+from pytest_cuzk.run.waves import ProofOutcome
 
 __all__ = ["Budget", "Tail"]
 
@@ -62,9 +62,9 @@ class Tail:
     planned: int = 0  # proofs meant to run; a set cut short once its verdict was known runs fewer
 
     @classmethod
-    def of(cls, records: Sequence[ProofRecord], bound_s: float, planned: int) -> Tail:
-        ok = tuple(round(r.wall_s, 4) for r in records if r.ok)
-        return cls(ok, bound_s, sum(1 for r in records if not r.ok), max(planned, len(records)))
+    def of(cls, outcomes: Sequence[ProofOutcome], bound_s: float, planned: int) -> Tail:
+        ok = tuple(round(r.wall_s, 4) for r in outcomes if r.ok)
+        return cls(ok, bound_s, sum(1 for r in outcomes if not r.ok), max(planned, len(outcomes)))
 
     @property
     def late(self) -> int:

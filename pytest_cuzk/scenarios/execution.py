@@ -19,11 +19,11 @@ from pytest_cuzk.core import transport
 from pytest_cuzk.core.outcome import as_outcome
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Execution, Running, running
-from pytest_cuzk.run.waves import CaseResult, ProofRecord
+from pytest_cuzk.run.waves import CaseResult, ProofOutcome
 
 from .bounds import Budget
+from .figures import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 from .priority import Priority
-from .records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 from .server import Server
 from .sweep import Sweep
 
@@ -33,7 +33,7 @@ _Record = TypeVar("_Record", bound=ScenarioFigures, covariant=True)
 
 
 class _Scenario(Protocol[_Record]):
-    proofs: list[ProofRecord]
+    proofs: list[ProofOutcome]
     stop_reason: str
 
     def run(self) -> None: ...

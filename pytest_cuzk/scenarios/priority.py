@@ -20,14 +20,14 @@ import numpy as np
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
-from pytest_cuzk.run.waves import ProofRecord, Runner, Wave, check_wave, run_wave
+from pytest_cuzk.run.waves import ProofOutcome, Runner, Wave, check_wave, run_wave
 
 from ..proto import pb
 from ..wire.kinds import ProofKindInfo
 from .background import Background
 from .bounds import Budget, Tail
+from .figures import PriorityFigures
 from .idle import idle_p50, measure_idle
-from .records import PriorityFigures
 from .search import SEED
 
 __all__ = ["Priority"]
@@ -44,8 +44,8 @@ class Priority:
         self.settings = settings
         self.budget = budget
         self.slo = settings.slo.get(self.post.name) or run.backend.profile().slo(self.post, self.load)
-        self.proofs: list[ProofRecord] = []
-        self.probes: list[ProofRecord] = []
+        self.proofs: list[ProofOutcome] = []
+        self.probes: list[ProofOutcome] = []
         self.stop_reason = ""
         self.idle_p50: float | None = None
         self.load_idle_p50: float | None = None

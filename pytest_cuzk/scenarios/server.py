@@ -19,11 +19,11 @@ from typing import Any
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
-from pytest_cuzk.run.waves import ProofRecord, Wave, check_wave, run_wave
+from pytest_cuzk.run.waves import ProofOutcome, Wave, check_wave, run_wave
 
 from .bounds import Budget, Tail
+from .figures import RateStep, ServerFigures
 from .idle import idle_p50, measure_idle
-from .records import RateStep, ServerFigures
 from .search import RateSearch, arrival_offsets
 
 __all__ = ["STEPS_PER_BUDGET", "Server"]
@@ -42,7 +42,7 @@ class Server:
         self.settings = settings
         self.budget = budget
         self.slo = settings.slo.get(case.kind.name) or run.backend.profile().slo(case.kind, None)
-        self.proofs: list[ProofRecord] = []
+        self.proofs: list[ProofOutcome] = []
         self.stop_reason = ""
         self.idle_p50: float | None = None
         self.bound_s = 0.0
@@ -95,22 +95,22 @@ class Server:
         with status.stage(f"{self.case.id}: Poisson arrivals at {rate:.1f}/h"):
             runner.tick = lambda: status.tick(f"{len(offsets)} arrivals, bound {self.bound_s:.2f} s")
             run_wave(runner, kind, wave)
-        records = check_wave(runner, kind, wave)
-        self.proofs += records
-        self.budget.spend(len(records))
-        tail = Tail.of(records, self.bound_s, len(offsets))
+        outcomes = check_wave(runner, kind, wave)
+        self.proofs += outcomes
+        self.budget.spend(len(outcomes))
+        tail = Tail.of(outcomes, self.bound_s, len(offsets))
         self.tails.append(tail)
         step = RateStep(
             rate_per_hour=round(rate, 3),
             planned=len(offsets),
-            sent=len(records),
+            sent=len(outcomes),
             late=tail.late,
             held=tail.met,
             latency_p50_s=tail.percentile(50)[0],
             latency_p99_s=tail.p99,
             latency_max_s=tail.slowest,
             goodput_proofs_per_hour=tail.goodput_per_hour(wave.seconds),
-            send_lag_max_s=round(max((r.send_lag_s for r in records), default=0.0), 4),
+            send_lag_max_s=round(max((r.send_lag_s for r in outcomes), default=0.0), 4),
         )
         self.steps.append(step)
         return step

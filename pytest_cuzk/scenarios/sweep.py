@@ -20,10 +20,10 @@ from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
 from pytest_cuzk.run.plan import Plan, run_case
-from pytest_cuzk.run.waves import ProofRecord
+from pytest_cuzk.run.waves import ProofOutcome
 
 from .bounds import Budget
-from .records import SweepFigures, SweepPoint
+from .figures import SweepFigures, SweepPoint
 
 __all__ = ["FLAT_LEVELS", "GAIN_PCT", "MAX_CONCURRENCY", "Sweep", "knee"]
 
@@ -48,7 +48,7 @@ class Sweep:
         self.runner = run.runner(case.kind)
         self.settings = settings
         self.budget = budget
-        self.proofs: list[ProofRecord] = []
+        self.proofs: list[ProofOutcome] = []
         self.points: list[SweepPoint] = []
         self.stop_reason = f"concurrency {MAX_CONCURRENCY} reached"
 

@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pytest_cuzk.measure.memory import MemoryReport
-from pytest_cuzk.scenarios.records import ScenarioFigures, SweepFigures
+from pytest_cuzk.scenarios.figures import ScenarioFigures, SweepFigures
 from pytest_cuzk.wire.units import MIB
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from pytest_cuzk.wire.units import format_bytes
 
 if TYPE_CHECKING:
     from pytest_cuzk.measure.ledger import MetricValues
-    from pytest_cuzk.scenarios.records import ScenarioFigures
+    from pytest_cuzk.scenarios.figures import ScenarioFigures
     from pytest_cuzk.sinks.view import RunView
 
 __all__ = ["header_lines", "metric_deltas", "scenario_lines", "summary_lines"]

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_cuzk.run.waves import ProofRecord
+from pytest_cuzk.run.waves import ProofOutcome
 from pytest_cuzk.scenarios.bounds import Budget, Tail
-from pytest_cuzk.scenarios.records import (
+from pytest_cuzk.scenarios.figures import (
     PriorityFigures,
     RateStep,
     ServerFigures,
@@ -51,9 +51,9 @@ def test_the_search_believes_no_rate_that_held_above_one_that_missed():
     assert search.why_done([(1000.0, False)] * 8) == "8 rates tried"
 
 
-def _records(latencies: list[float], failed: int = 0) -> list[ProofRecord]:
-    ok = [ProofRecord(f"job-{i}", True, v) for i, v in enumerate(latencies)]
-    return ok + [ProofRecord(f"bad-{i}", False, 0.0, "FAILED: x") for i in range(failed)]
+def _records(latencies: list[float], failed: int = 0) -> list[ProofOutcome]:
+    ok = [ProofOutcome(f"job-{i}", True, v) for i, v in enumerate(latencies)]
+    return ok + [ProofOutcome(f"bad-{i}", False, 0.0, "FAILED: x") for i in range(failed)]
 
 
 def test_below_100_proofs_the_slowest_is_judged_and_said_so():
