@@ -24,6 +24,7 @@ from typing import NoReturn
 from ..wire.addresses import UNIX_PREFIX
 from . import faults
 from .config import ConfigError, RefConfig, load_config
+from .errors import RefEngineError
 
 __all__ = ["main", "run_daemon"]
 
@@ -153,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("config: %s", config.source)
     try:
         _exit_now(run_daemon(config))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RefEngineError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
 

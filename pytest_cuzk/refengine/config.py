@@ -21,6 +21,7 @@ from typing import Any
 from pytest_cuzk.host.paths import user_cache_dir
 
 from ..wire import units
+from .errors import RefEngineError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,7 +44,7 @@ GIB = 1 << 30
 BEHAVES = ("cuzk", "protocol")
 
 
-class ConfigError(ValueError):
+class ConfigError(RefEngineError, ValueError):
     """A config value the reference engine cannot use; the message names the file and the key."""
 
 

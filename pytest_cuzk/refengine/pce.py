@@ -33,6 +33,7 @@ from filelock import FileLock
 
 from ..wire.files import atomic_write
 from .cursor import Cursor
+from .errors import RefEngineError
 from .field import R
 from .r1cs import CSR, Matrices
 
@@ -55,7 +56,7 @@ assert HEADER.size == 32
 DIGEST_LEN = 32
 
 
-class PceError(ValueError):
+class PceError(RefEngineError, ValueError):
     """A PCE file that cannot be used; the message names the file and what is wrong."""
 
 

@@ -39,6 +39,7 @@ from ..wire.kinds import ProofKindInfo
 from . import keyfile
 from .circuits import PRESETS, JobInputError, Preset
 from .circuits.registry import Inputs, circuit_for
+from .errors import RefEngineError
 from .field import get_domain
 from .gpu import CPU_LABEL
 from .groth16 import (
@@ -72,7 +73,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class ParamCacheError(ValueError):
+class ParamCacheError(RefEngineError, ValueError):
     """A param cache the engine cannot use; the message names it and says what to do."""
 
 

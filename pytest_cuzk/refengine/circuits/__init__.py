@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import RefEngineError
+
 __all__ = ["PRESETS", "JobInputError", "Preset"]
 
 
-class JobInputError(Exception):
+class JobInputError(RefEngineError):
     """Bad job input; ``str(exc)`` is the exact FAILED error_message cuzk gives for it."""
 
 
