@@ -12,8 +12,8 @@ from pytest_cuzk.refengine.errors import RefEngineError
 
 def _engine_modules():
     for info in pkgutil.walk_packages(refengine.__path__, prefix="pytest_cuzk.refengine."):
-        if info.name == "pytest_cuzk.refengine.gpu.msm":
-            continue  # CuPy's kernels, importable only where CuPy is: it defines no error of its own
+        if info.name in ("pytest_cuzk.refengine.gpu.msm", "pytest_cuzk.refengine.gpu.keys"):
+            continue  # importable only where CuPy is; neither defines an error of its own
         yield importlib.import_module(info.name)
 
 
