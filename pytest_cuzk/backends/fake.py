@@ -234,6 +234,7 @@ class FakeDaemon:
         self.starts: list[int] = []  # batch size of each start
         self._server: grpc.Server | None = None
         self._batch: int | None = None
+        self._counting = threading.Lock()  # proofs finish on the server's threads
 
     @property
     def address(self) -> str:
@@ -277,9 +278,13 @@ class FakeDaemon:
         self.state.cold.append(ColdStart(self.label, batch_size, start_s=0.001))
 
     def proof_done(self) -> None:
-        self.proofs += 1
-        if self.die_after is not None and self.proofs >= self.die_after:
-            self.stop()
+        """Count a finished proof; the ``die_after``-th stops the server, and none counts after it."""
+        with self._counting:
+            if self._server is None:
+                return  # finished as the server died: a crashed daemon proves no more
+            self.proofs += 1
+            if self.die_after is not None and self.proofs >= self.die_after:
+                self.stop()
 
     def alive(self) -> bool:
         return self._server is not None
