@@ -153,3 +153,12 @@ def test_no_hand_written_module_is_over_400_lines():
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert not long, long
+
+
+def test_test_modules_have_unique_names():
+    """pytest's default import mode keys a test module by its file name alone: two alike stop collection."""
+    tests = Path(__file__).resolve().parent
+    seen: dict[str, list[str]] = {}
+    for path in tests.rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    assert not {name: where for name, where in seen.items() if len(where) > 1}
