@@ -54,7 +54,9 @@ def test_identities_per_daemon_or_for_the_only_one(pytester: pytest.Pytester) ->
 
 def test_a_bare_identity_with_several_daemons_is_a_usage_error(pytester: pytest.Pytester) -> None:
     config = pytester.parseconfig("--cuzk-daemon=10.0.0.1:9820,10.0.0.2:9820", "--cuzk-machine-id=22990")
-    with pytest.raises(pytest.UsageError, match="'22990' from option --cuzk-machine-id: with several daemons"):
+    with pytest.raises(
+        pytest.UsageError, match="'22990' from option --cuzk-machine-id: with several daemons"
+    ):
         resolve_settings(config)
     config = pytester.parseconfig("--cuzk-machine-id=10.0.0.1:9820=")
     with pytest.raises(pytest.UsageError, match="use ADDR=ID"):
