@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_cuzk.config.options import renamed
 from pytest_cuzk.config.settings import check_paths, resolve_settings
 from pytest_cuzk.core.outcome import as_usage_error
 
@@ -25,6 +26,8 @@ def start_session(config: pytest.Config) -> None:
     """Resolve and check every setting (a usage error names the bad one), then register the session."""
     settings = resolve_settings(config)
     check_paths(settings)
+    for line in renamed(config):
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(line), stacklevel=2)
     no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
     if config.option.cuzk_daemon is not None and no_paths:
         # A cuzk mode, and no test paths on the command line nor testpaths in the ini: the packaged suite.

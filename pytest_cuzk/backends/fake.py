@@ -10,6 +10,7 @@ proofs, or die after N proofs.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
@@ -174,6 +175,13 @@ class _Engine(pb_grpc.ProvingEngineServicer):
         return pb.PreloadSrsResponse(already_loaded=False, load_time_ms=1)
 
 
+# The real C1 wrapper's shape, with nothing inside worth proving: the fake daemon proves nothing.
+_PHASE1 = {"registered_proof": "StackedDrg32GiBV1_1", "vanilla_proofs": {"StackedDrg32GiBV1": [[{}]]},
+           **{k: [1] * 32 for k in ("comm_r", "comm_d", "replica_id", "seed", "ticket")}}  # fmt: skip
+FAKE_C1 = {"SectorNum": 1, "Phase1Out": base64.b64encode(json.dumps(_PHASE1).encode()).decode(),
+           "SectorSize": 34359738368}  # fmt: skip
+
+
 class FakeProfile:
     """Tiny data files for every kind, and a verifier that knows which request a proof is for."""
 
@@ -184,10 +192,9 @@ class FakeProfile:
         path = self.data_dir / "manifest.toml"
         if not path.exists():
             self.data_dir.mkdir(parents=True, exist_ok=True)
-            wrapper = {"SectorNum": 1, "Phase1Out": "e30=", "SectorSize": 34359738368}
-            (self.data_dir / "c1.json").write_text(json.dumps(wrapper))
+            (self.data_dir / "c1.json").write_text(json.dumps(FAKE_C1))
             for name in ("snap", "wpost", "winning"):
-                write_vanilla_proofs(self.data_dir / f"{name}.json", [b"fake vanilla proof"])
+                write_vanilla_proofs(self.data_dir / f"{name}.json", [b"fake vanilla proof " * 3])
             tables = [f'[kinds.{k}]\nfile = "{"c1" if k == "porep" else k}.json"\n' for k in KINDS]
             path.write_text("\n".join(tables))
         return path

@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 
-__all__ = ["DEFAULT_ADDR", "OPTIONS", "REF_PRESETS", "Option", "add_options", "option_value", "requested"]
+__all__ = [
+    "DEFAULT_ADDR",
+    "OPTIONS",
+    "REF_PRESETS",
+    "Option",
+    "add_options",
+    "option_value",
+    "renamed",
+    "requested",
+]
 
 DEFAULT_ADDR = "127.0.0.1:9820"
 REF_PRESETS = ("default", "medium", "large")  # the reference engine's circuit sizes (checked in its tests)
@@ -26,6 +35,7 @@ class Option:
     help: str
     default: Any = None
     kind: str = "str"  # str | bool | float | list
+    old_name: str | None = None  # a former name, still read (flag, ini key, variable), with a warning
 
     @property
     def flag(self) -> str:
@@ -38,6 +48,13 @@ class Option:
     @property
     def env(self) -> str:
         return "PYTEST_CUZK_" + self.name.replace("-", "_").upper()
+
+    @property
+    def old(self) -> Option | None:
+        """The option under its former name, help and all; None when it was never renamed."""
+        if self.old_name is None:
+            return None
+        return Option(self.old_name, f"Former name of {self.flag}", self.default, self.kind)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -161,12 +178,13 @@ OPTIONS: tuple[Option, ...] = (
         "list",
     ),
     Option(
-        "host-id",
-        "The provider's id of the machine a daemon runs on (vast.ai's machine_id), recorded with each run "
-        "so cuzk-perf offers can match the next offer of that machine: ADDR=ID per daemon (repeatable), or "
-        "ID for the run's only daemon",
+        "machine-id",
+        "The provider's id of the machine a daemon runs on (vast.ai's machine_id, not its host_id, which "
+        "names the provider), recorded with each run so cuzk-perf offers can match the next offer of that "
+        "machine: ADDR=ID per daemon (repeatable), or ID for the run's only daemon",
         (),
         "list",
+        old_name="host-id",
     ),
     Option(
         "results-db",
@@ -179,7 +197,7 @@ OPTIONS: tuple[Option, ...] = (
 def add_options(parser: pytest.Parser) -> None:
     """Declare every option as a flag in the ``cuzk`` group and as an ini key."""
     group = parser.getgroup("cuzk", "cuzk proving daemon validation and benchmarks")
-    for opt in OPTIONS:
+    for opt in (*OPTIONS, *(o.old for o in OPTIONS if o.old)):
         help_text = f"{opt.help}. Default: {opt.default!r}" if opt.default not in (None, ()) else opt.help
         help_text = help_text.replace("%", "%%")  # argparse expands % in help
         if opt.kind == "bool":
@@ -194,7 +212,26 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def option_value(config: pytest.Config, opt: Option) -> tuple[Any, str]:
-    """The option's value and where it came from, by precedence."""
+    """The option's value and where it came from, by precedence; its former name, if set, comes last."""
+    value, where = _value(config, opt)
+    if where.startswith("default of") and opt.old is not None:
+        old, old_where = _value(config, opt.old)
+        if not old_where.startswith("default of"):
+            return old, old_where
+    return value, where
+
+
+def renamed(config: pytest.Config) -> list[str]:
+    """A warning for each option set under its former name."""
+    out = []
+    for opt in OPTIONS:
+        if opt.old is not None and not _value(config, opt.old)[1].startswith("default of"):
+            where = _value(config, opt.old)[1]
+            out.append(f"{where} is the former name of {opt.flag} ({opt.ini}, {opt.env}): use that")
+    return out
+
+
+def _value(config: pytest.Config, opt: Option) -> tuple[Any, str]:
     value = config.getoption(opt.flag)
     if value not in (None, []):
         return value, f"option {opt.flag}"

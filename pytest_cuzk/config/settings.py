@@ -203,7 +203,7 @@ def _pairs(values: Any, where: str, what: str) -> dict[str, str]:
     return out
 
 
-THIS_DAEMON = ""  # the key of a bare --cuzk-label NAME or --cuzk-host-id ID: the run's only daemon
+THIS_DAEMON = ""  # the key of a bare --cuzk-label NAME or --cuzk-machine-id ID: the run's only daemon
 
 
 def _identities(values: Any, where: str, what: str, daemons: int) -> dict[str, str]:
@@ -216,7 +216,7 @@ def _identities(values: Any, where: str, what: str, daemons: int) -> dict[str, s
 
 
 def daemon_value(values: dict[str, str], address: str) -> str | None:
-    """What ``--cuzk-label`` or ``--cuzk-host-id`` says of the daemon at ``address``."""
+    """What ``--cuzk-label`` or ``--cuzk-machine-id`` says of the daemon at ``address``."""
     return values.get(address) or values.get(THIS_DAEMON)
 
 
@@ -366,7 +366,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         plots=path("plots"),
         html=path("html"),
         labels=_identities(*raw["label"], "ADDR=NAME", len(attach)),
-        host_ids=_identities(*raw["host-id"], "ADDR=ID", len(attach)),
+        host_ids=_identities(*raw["machine-id"], "ADDR=ID", len(attach)),
         status=_identities(*raw["status"], "ADDR=HOST:PORT", len(attach)),
         results_db=_results_db(results_db, raw["results-db"][1]) if results_db else None,
         slo=_kind_map(raw["slo"][0], raw["slo"][1], _slo),

@@ -3,7 +3,9 @@
 PoRep data is the C1 wrapper JSON, sent whole as ``vanilla_proof``. PoSt and
 SnapDeals data is a JSON array of base64 strings (cuzk-bench's ``--vanilla``
 format), sent as ``vanilla_proofs``; like cuzk-bench, a file that is not such an
-array is sent as one raw proof. Request fields come from the manifest's
+array is sent as one raw proof. A file is first held to what the real format
+requires (``wire.vanilla.shape_problem``), so a malformed one is named here, not
+in a daemon's parse error. Request fields come from the manifest's
 ``[kinds.<kind>.request]`` table, with bytes fields written as hex.
 """
 
@@ -15,7 +17,7 @@ from typing import Any, cast
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.wire.kinds import SECTOR_SIZE_32G, ProofKindInfo
-from pytest_cuzk.wire.vanilla import read_vanilla_proofs
+from pytest_cuzk.wire.vanilla import read_vanilla_proofs, shape_problem
 
 __all__ = ["BYTES_FIELDS", "INT_FIELDS", "build_request"]
 
@@ -55,8 +57,11 @@ def build_request(
         else:
             known = ", ".join(INT_FIELDS + BYTES_FIELDS)
             raise ValueError(f"{where}: unknown field {name!r}; known fields: {known}")
+    raw = data_path.read_bytes()
+    if problem := shape_problem(kind.name, raw):
+        raise ValueError(f"{data_path}: not {kind.name} data as cuzk reads it: {problem}")
     if kind.name == "porep":
-        req.vanilla_proof = data_path.read_bytes()
+        req.vanilla_proof = raw
     else:
         req.vanilla_proofs.extend(read_vanilla_proofs(data_path))
     return req

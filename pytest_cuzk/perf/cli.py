@@ -5,7 +5,8 @@ pytest-benchmark can gate timings but not throughput or memory across builds aft
 
 Every subcommand takes ``--db URL`` (default: ``$PYTEST_CUZK_RESULTS_DB``, else the SQLite file in
 the user's data dir, see ``pytest_cuzk.results``). Exit codes: 0 done (also "no data"), 1 a
-regression (``compare``) or nothing fits the RAM (``recommend``), 2 a usage error.
+regression (``compare``), nothing fits the RAM (``recommend``) or ``--gpu`` names no offer's
+GPU (``offers``), 2 a usage error: each a ``PerfError``, its message printed by ``main``.
 """
 
 from __future__ import annotations
@@ -25,22 +26,32 @@ from ..wire import units
 from ..wire.kinds import UnknownKind, by_name
 from .charts import cmd_plot
 from .compare import cmd_compare
+from .errors import PerfError
+from .example import cmd_example
 from .export import cmd_export
 from .hosts import cmd_history, cmd_hosts, cmd_recommend
-from .offers import cmd_offers
+from .offers import DISK, cmd_offers
 from .report import cmd_report
 
 __all__ = ["build_parser", "main", "parse_fail", "parse_percent"]
 
 
 def parse_percent(text: str) -> float:
-    """Fraction from ``15%`` (or ``15``), for a margin: below 100%."""
+    """Fraction from ``15%`` (or ``15``), for a margin: below 100%.
+
+    A bare number below 1 is refused: ``0.15`` is 0.15%, and was surely meant as 15%.
+    """
     try:
         value = units.parse_percent(text, "the option")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     if value >= 100:
         raise argparse.ArgumentTypeError(f"percentage {text!r} out of range: use 0% to 99%")
+    if 0 < value < 1 and not text.strip().endswith("%"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a percent, {value:g}%: write {value * 100:g}% for that share, "
+            f"or {text}% if you mean it"
+        )
     return value / 100
 
 
@@ -71,11 +82,22 @@ def _dollars(text: str) -> float:
     raise argparse.ArgumentTypeError(f"invalid price {text!r}: dollars per hour, e.g. 1.5")
 
 
-EPILOG = "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM, 2 usage error"
+EPILOG = (
+    "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM / --gpu names no offer, "
+    "2 usage error"
+)
 MARGIN_HELP = "RAM left free above the measured peaks. Default: 15%%"
 OFFERS_HELP = (
     "offers as `vastai search offers --raw` prints them (a JSON list), or a CSV/JSON with the same "
     "columns; - reads standard input"
+)
+GPU_HELP = "only those whose GPU MODEL names, as vast.ai or NVML spell it: RTX_4090, a40, 'A100 80GB'"
+DISK_HELP = (
+    f"the disk to price at each offer's storage_cost. Default: {units.format_bytes(DISK)}, cuzk's 32 GiB "
+    "parameter files and the PoRep PCE file"
+)
+RESERVED_HELP = (
+    "price at the reserved rate (discounted_dph_total; search with `vastai search offers --reserved`)"
 )
 FAIL_HELP = f"regression limits, e.g. throughput:5%%,rss_peak:10%% (metrics: {', '.join(METRICS)})"
 HOST_HELP = "a host fingerprint (or its start) or a run label"
@@ -102,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         doc = (func.__doc__ or "").strip()
         p = sub.add_parser(func.__name__[4:], parents=[common], help=doc, description=doc, epilog=EPILOG)
         p.set_defaults(func=func)
-        p.add_argument("--kind", type=_kind, required=kind_required, help="porep, snap, wpost or winning")
+        if func is not cmd_example:
+            p.add_argument("--kind", type=_kind, required=kind_required, help="porep, snap, wpost or winning")
         return p
 
     add(cmd_hosts)
@@ -121,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(cmd_recommend)
     p.add_argument("--ram", type=_size("--ram"), required=True, help="the host's RAM, e.g. 256GiB or 512GB")
     p.add_argument("--margin", type=parse_percent, default=0.15, help=MARGIN_HELP)
-    p.add_argument("--gpu", metavar="MODEL", help="only hosts with a GPU whose name contains MODEL")
+    p.add_argument("--gpu", metavar="MODEL", help=GPU_HELP)
     p = add(cmd_offers)
     p.add_argument("file", metavar="FILE", help=OFFERS_HELP)
     p.add_argument(
@@ -130,25 +153,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--min-ram", type=_size("--min-ram"), metavar="SIZE", help="only offers with this much RAM"
     )
-    p.add_argument("--gpu", metavar="MODEL", help="only offers of a GPU whose name contains MODEL")
+    p.add_argument("--gpu", metavar="MODEL", help=GPU_HELP)
     p.add_argument("--margin", type=parse_percent, default=0.15, help=MARGIN_HELP)
+    p.add_argument("--disk", type=_size("--disk"), default=DISK, metavar="SIZE", help=DISK_HELP)
+    p.add_argument("--reserved", action="store_true", help=RESERVED_HELP)
     p.add_argument("--json", action="store_true", help="a JSON list of the ranked rows, for scripts")
+    add(cmd_example).add_argument("--offers", metavar="FILE", required=True, help="where to write its offers")
     p = add(cmd_report)
     p.add_argument("--html", metavar="PATH", required=True, help="the page to write")
     p.add_argument("--fail", type=parse_fail, default={}, metavar="METRIC:PCT,...", help=FAIL_HELP)
     return parser
 
 
+def _open(url: str | None) -> ResultsDB:
+    try:
+        return ResultsDB(url)
+    except (ValueError, RuntimeError, sa.exc.SQLAlchemyError) as exc:
+        raise PerfError(f"cannot open the results database {url or '(default)'}: {exc}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``cuzk-perf``; returns the exit code instead of exiting, so tests can call it."""
+    """Run ``cuzk-perf``; returns the exit code instead of exiting, so tests can call it.
+
+    Every failure a user can act on is a ``PerfError``, printed here after the subcommand's name.
+    """
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
-        db = ResultsDB(args.db)
-    except (ValueError, RuntimeError, sa.exc.SQLAlchemyError) as exc:
-        print(f"cuzk-perf: cannot open the results database {args.db or '(default)'}: {exc}", file=sys.stderr)
-        return 2
-    with db:
-        return int(args.func(db, args))
+        with _open(args.db) as db:
+            return int(args.func(db, args))
+    except PerfError as exc:
+        print(f"cuzk-perf {args.command}: {exc}", file=sys.stderr)
+        return exc.code
+    except BrokenPipeError:
+        # The reader stopped reading (``| head``): end quietly, and let no flush at exit fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

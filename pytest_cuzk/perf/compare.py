@@ -8,7 +8,6 @@ measured and reported as untested.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from pytest_cuzk.measure.figures import METRICS, Samples
 from pytest_cuzk.results.database import ResultsDB
@@ -16,6 +15,7 @@ from pytest_cuzk.results.rows import ResultRow
 from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.verdicts.comparison import Side, compare
 
+from .errors import PerfError
 from .queries import group, labels, values
 
 __all__ = ["cmd_compare", "compare_rows", "resolve_build"]
@@ -29,7 +29,7 @@ def resolve_build(db: ResultsDB, name: str) -> str:
         return hits[0]
     why = "is ambiguous" if hits else "is not in the database"
     listing = "\n".join(f"  {b}" for b in (hits or known)) or "  (none)"
-    raise LookupError(f"build {name!r} {why}; known builds:\n{listing}")
+    raise PerfError(f"build {name!r} {why}; known builds:\n{listing}")
 
 
 def _side(rows: list[ResultRow], name: str) -> Side:
@@ -80,16 +80,11 @@ def compare_rows(
 
 def cmd_compare(db: ResultsDB, args: argparse.Namespace) -> int:
     """Per-kind deltas from build A to build B; exit 1 on a significant regression beyond a --fail limit."""
-    try:
-        names = [resolve_build(db, n) for n in (args.build_a, args.build_b)]
-    except LookupError as exc:
-        print(f"cuzk-perf compare: {exc}", file=sys.stderr)
-        return 2
+    names = [resolve_build(db, n) for n in (args.build_a, args.build_b)]
     a, b = (db.rows(build=n, kind=args.kind, host=args.host) for n in names)
     out, failures, unproven = compare_rows(a, b, args.fail)
     if not out:
-        print(f"cuzk-perf compare: {names[0]!r} and {names[1]!r} share no kind/batch/j measured on one host")
-        return 2
+        raise PerfError(f"{names[0]!r} and {names[1]!r} share no kind/batch/j measured on one host")
     print(f"A = {names[0]}\nB = {names[1]}")
     heads = ("kind", ">batch", ">j", "host", "metric", ">A", ">B", ">delta", "evidence", ">limit", "verdict")
     print(table(heads, out))

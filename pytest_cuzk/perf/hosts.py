@@ -11,7 +11,8 @@ from pytest_cuzk.results.rows import ResultRow
 from pytest_cuzk.sinks.tables import table
 
 from ..wire.units import format_bytes
-from .queries import NO_DATA, best, config, gpus, group, joined, labels, machine, stat, values
+from .gpus import matches
+from .queries import NO_DATA, best, config, gpu_memory, gpus, group, joined, labels, machine, stat, values
 
 __all__ = ["cmd_history", "cmd_hosts", "cmd_recommend"]
 
@@ -92,16 +93,15 @@ def recommend_kind(kind: str, cands: list[Candidate], budget: float) -> Candidat
 
 def cmd_recommend(db: ResultsDB, args: argparse.Namespace) -> int:
     """The batch size and concurrency with the best throughput whose measured peak fits the RAM."""
-    gpu = (args.gpu or "").lower()
     rows = [r for r in db.rows(kind=args.kind) if r.test.rss_peak_bytes is not None]
-    rows = [r for r in rows if any(gpu in g.lower() for g in r.run.host.gpu_models or [""])]
+    if args.gpu:
+        rows = [r for r in rows if any(matches(args.gpu, g, gpu_memory(r)) for g in r.run.host.gpu_models)]
     if not rows:
         print(NO_DATA)
         return 0
     budget = args.ram * (1 - args.margin)
-    print(
-        f"RAM {format_bytes(args.ram)} less {args.margin:.0%}: peaks must stay under {format_bytes(budget)}"
-    )
+    less = f"{args.margin * 100:g}%"
+    print(f"RAM {format_bytes(args.ram)} less {less}: peaks must stay under {format_bytes(budget)}")
     status = 0
     for kind, krows in sorted(group(rows, lambda r: r.test.kind).items()):
         cands = candidates(krows)

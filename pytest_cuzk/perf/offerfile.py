@@ -1,9 +1,14 @@
 """Marketplace offers as ``vastai search offers --raw`` prints them, or a CSV/JSON with its columns.
 
-vast.ai writes ``cpu_ram`` (the RAM the offer comes with) and ``gpu_ram`` (per GPU) as "MB"; the
-numbers are MiB: a 24 GiB RTX 4090 reads 24564, nvidia-smi's figure, and the RAM of a GPU share of
-a 256 GiB machine is that share of its MemTotal in MiB. Only the fields below are read; the rest
-of an offer is ignored.
+vast.ai writes ``cpu_ram`` and ``gpu_ram`` (per GPU) as "MB"; the numbers are MiB: a 24 GiB
+RTX 4090 reads 24564, nvidia-smi's figure. ``cpu_ram`` is the whole machine's: an offer of part
+of a machine (``gpu_frac`` below 1) gets the share of its RAM that it gets of its CPUs,
+``cpu_cores_effective / cpu_cores`` (vast.ai sizes an instance's RAM limit that way, and dstack's
+gpuhunt reads offers so), and past that share the instance is OOM-killed. Prices are rebuilt
+for the disk asked for: ``dph_total`` holds only the storage the search priced (5 GiB by default),
+so the machine's rate (``dph_base``, or ``discounted_dph_total`` reserved, less the searched
+storage ``storage_total_cost``) gets ``storage_cost`` ($/GB/month, over 30 days) for that disk.
+Only the fields below are read; the rest of an offer is ignored.
 """
 
 from __future__ import annotations
@@ -17,21 +22,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..wire.units import MIB
+from ..wire.units import GIB, MIB
+from .errors import PerfError
 
 __all__ = ["NEEDED", "Offer", "OfferFileError", "missing_fields", "read_offers"]
 
-# field -> what goes unanswered without it
-NEEDED = {
-    "gpu_name": "no hosts like it can be found",
-    "num_gpus": "no hosts like it can be found",
-    "cpu_ram": "the RAM checks answer '?'",
-    "dph_total": "no dollars per proof",
-    "machine_id": "it cannot match a measured machine",
+# field -> (whether an offer lacks it, what goes unanswered then)
+NEEDED: dict[str, tuple[Callable[[Offer], bool], str]] = {
+    "gpu_name": (lambda o: o.gpu_name is None, "no hosts like it can be found"),
+    "num_gpus": (lambda o: o.num_gpus is None, "no hosts like it can be found"),
+    "cpu_ram": (lambda o: o.machine_ram_bytes is None, "the RAM checks answer '?'"),
+    "dph_total": (lambda o: o.dph_total is None and o.dph_base is None, "no dollars per proof"),
+    "storage_cost": (lambda o: o.storage_cost is None, "its disk is priced as the search priced it"),
+    "machine_id": (lambda o: o.machine_id is None, "it cannot match a measured machine"),
 }
+RESERVED: tuple[str, tuple[Callable[[Offer], bool], str]] = (
+    "discounted_dph_total",
+    (lambda o: o.reserved_dph_total is None, "no reserved price: no dollars per proof"),
+)
+HOURS_PER_MONTH = 30 * 24  # what vast.ai's storage_total_cost divides a month's storage_cost by
 
 
-class OfferFileError(ValueError):
+class OfferFileError(PerfError):
     """An offers file that cannot be read; the message names the file and what to do."""
 
 
@@ -45,9 +57,15 @@ class Offer:
     gpu_name: str | None = None
     num_gpus: int | None = None
     gpu_ram_bytes: int | None = None  # per GPU
-    ram_bytes: int | None = None
-    cpu_cores: float | None = None
-    dph: float | None = None  # dollars per hour, all in
+    machine_ram_bytes: int | None = None  # the whole machine's (cpu_ram)
+    cpu_cores: float | None = None  # the offer's share (cpu_cores_effective)
+    machine_cpu_cores: float | None = None
+    gpu_frac: float | None = None
+    dph_total: float | None = None  # dollars per hour, with the storage the search priced
+    dph_base: float | None = None  # the same without storage
+    reserved_dph_total: float | None = None  # discounted_dph_total: reserved (prepaid) rate
+    storage_cost: float | None = None  # dollars per GB and month
+    storage_total_cost: float | None = None  # dollars per hour of the storage the search priced
     reliability: float | None = None
     geolocation: str | None = None
     driver_version: str | None = None
@@ -55,6 +73,33 @@ class Offer:
     @property
     def gpus(self) -> str:
         return f"{self.num_gpus if self.num_gpus is not None else '?'}x {self.gpu_name or '?'}"
+
+    @property
+    def share(self) -> float:
+        """The part of the machine rented: its CPUs' share, else its GPUs' (``gpu_frac``), else all."""
+        if self.cpu_cores and self.machine_cpu_cores:
+            return min(1.0, self.cpu_cores / self.machine_cpu_cores)
+        return min(1.0, self.gpu_frac) if self.gpu_frac else 1.0
+
+    @property
+    def ram_bytes(self) -> int | None:
+        """The RAM the instance may use: its share of the machine's."""
+        return None if self.machine_ram_bytes is None else int(self.machine_ram_bytes * self.share)
+
+    def hourly(self, disk_bytes: int, reserved: bool = False) -> float | None:
+        """Dollars per hour as rented: the machine at its on-demand or reserved rate, and the disk."""
+        searched = self.storage_total_cost or 0.0
+        if reserved:
+            rate = None if self.reserved_dph_total is None else self.reserved_dph_total - searched
+        elif self.dph_base is not None:
+            rate = self.dph_base
+        else:
+            rate = None if self.dph_total is None else self.dph_total - searched
+        if rate is None:
+            return None
+        if self.storage_cost is None:  # said on stderr: the price holds the searched storage only
+            return rate + searched
+        return rate + self.storage_cost * disk_bytes / GIB / HOURS_PER_MONTH
 
 
 def _text(v: Any) -> str:
@@ -72,9 +117,15 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "gpu_name": ("gpu_name", _text),
     "num_gpus": ("num_gpus", lambda v: int(float(v))),
     "gpu_ram_bytes": ("gpu_ram", _mib),
-    "ram_bytes": ("cpu_ram", _mib),
+    "machine_ram_bytes": ("cpu_ram", _mib),
     "cpu_cores": ("cpu_cores_effective", float),
-    "dph": ("dph_total", float),
+    "machine_cpu_cores": ("cpu_cores", float),
+    "gpu_frac": ("gpu_frac", float),
+    "dph_total": ("dph_total", float),
+    "dph_base": ("dph_base", float),
+    "reserved_dph_total": ("discounted_dph_total", float),
+    "storage_cost": ("storage_cost", float),
+    "storage_total_cost": ("storage_total_cost", float),
     "reliability": ("reliability2", float),
     "geolocation": ("geolocation", _text),
     "driver_version": ("driver_version", _text),
@@ -134,12 +185,11 @@ def read_offers(path: str) -> list[Offer]:
     return [_offer(r, n, name) for n, r in enumerate(_records(text, name), 1)]
 
 
-def missing_fields(offers: list[Offer]) -> list[str]:
+def missing_fields(offers: list[Offer], reserved: bool = False) -> list[str]:
     """One line per needed field that some offers lack: which offers, and what that costs them."""
-    attrs = {key: attr for attr, (key, _) in FIELDS.items()}
     out = []
-    for key, cost in NEEDED.items():
-        lacking = [o.id for o in offers if getattr(o, attrs[key]) is None]
+    for key, (lacks, cost) in [*NEEDED.items(), *([RESERVED] if reserved else [])]:
+        lacking = [o.id for o in offers if lacks(o)]
         if lacking:
             which = (
                 "every offer" if len(lacking) == len(offers) else f"{len(lacking)} of {len(offers)} offers"

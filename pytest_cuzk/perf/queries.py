@@ -13,6 +13,7 @@ __all__ = [
     "NO_DATA",
     "best",
     "config",
+    "gpu_memory",
     "gpus",
     "group",
     "joined",
@@ -29,6 +30,12 @@ NO_DATA = "no data"
 def gpus(row: ResultRow) -> str:
     models = sorted(set(row.run.host.gpu_models)) or ["no GPU"]
     return f"{row.run.host.gpu_count}x {'/'.join(models)}"
+
+
+def gpu_memory(row: ResultRow) -> int | None:
+    """The memory of each of the row's GPUs (NVML's total over them, shared out)."""
+    host = row.run.host
+    return host.vram_total_bytes // host.gpu_count if host.gpu_count else None
 
 
 def group(rows: Iterable[ResultRow], key: Callable[[ResultRow], Any]) -> dict[Any, list[ResultRow]]:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from pytest_cuzk.results.database import ResultsDB
 
 from ..wire.files import atomic_write
+from .errors import PerfError
 
 __all__ = ["cmd_report"]
 
@@ -21,15 +21,12 @@ def cmd_report(db: ResultsDB, args: argparse.Namespace) -> int:
 
     path = Path(args.html)
     if path.is_dir():
-        print(f"cuzk-perf report: --html {path} is a directory: give a file, e.g. {path / 'results.html'}",
-              file=sys.stderr)  # fmt: skip
-        return 2
+        raise PerfError(f"--html {path} is a directory: give a file, e.g. {path / 'results.html'}")
     page = render("db.html.j2", **db_page(db, args.kind, args.fail))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, page)
     except OSError as exc:
-        print(f"cuzk-perf report: {exc}", file=sys.stderr)
-        return 2
+        raise PerfError(f"cannot write --html {path}: {exc.strerror}") from None
     print(f"wrote {path}")
     return 0

@@ -24,18 +24,23 @@ from pytest_cuzk.data.store import DataStore
 from pytest_cuzk.data.testdata import DEFAULT_MANIFEST
 from pytest_cuzk.wire.kinds import KINDS
 
-# A whole C1 output wrapper (about 1 MB): a download that no sha256 pins must parse as one.
-PAYLOAD = json.dumps(
-    {
-        "SectorNum": 1,
-        "Phase1Out": base64.b64encode(random.Random(0).randbytes(750_000)).decode(),
-        "SectorSize": 34359738368,
+
+def c1_wrapper(sector: int, pad: int) -> bytes:
+    """A C1 output wrapper in Curio's shape, about ``pad`` bytes of challenge proofs inside."""
+    challenge = {"pad": random.Random(sector).randbytes(pad // 20).hex()}
+    inner = {
+        "registered_proof": "StackedDrg32GiBV1_1",
+        "vanilla_proofs": {"StackedDrg32GiBV1": [[challenge]] * 10},
+        **{k: [sector] * 32 for k in ("comm_r", "comm_d", "replica_id", "seed", "ticket")},
     }
-).encode()
+    phase1 = base64.b64encode(json.dumps(inner).encode()).decode()
+    return json.dumps({"SectorNum": sector, "Phase1Out": phase1, "SectorSize": 34359738368}).encode()
+
+
+# A whole C1 output wrapper (about 1 MB): a download that no sha256 pins must parse as one.
+PAYLOAD = c1_wrapper(1, 750_000)
 PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
-OTHER = json.dumps(
-    {"SectorNum": 2, "Phase1Out": base64.b64encode(b"o" * 900_000).decode(), "SectorSize": 1}
-).encode()
+OTHER = c1_wrapper(2, 900_000)
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -426,12 +431,12 @@ file = "c1-b.json"
 request = {miner_id = 1000, sector_number = 2}
 """
     manifest = write_manifest(tmp_path, body)
-    (manifest.dir / "c1-a.json").write_bytes(b'{"a": 1}')
-    (manifest.dir / "c1-b.json").write_bytes(b'{"b": 2}')
+    (manifest.dir / "c1-a.json").write_bytes(c1_wrapper(1, 100))
+    (manifest.dir / "c1-b.json").write_bytes(c1_wrapper(2, 100))
     data = TestData(resolve_settings(pytester.parseconfig()), manifest.path, None)
     requests = [data.request(KINDS["porep"]) for _ in range(4)]
     assert [r.sector_number for r in requests] == [1, 2, 1, 2]
-    assert [r.vanilla_proof for r in requests[:2]] == [b'{"a": 1}', b'{"b": 2}']
+    assert [r.vanilla_proof for r in requests[:2]] == [c1_wrapper(1, 100), c1_wrapper(2, 100)]
     assert len({r.request_id for r in requests}) == 4 and data.sectors(KINDS["porep"]) == 2
 
 
@@ -512,19 +517,70 @@ def test_a_trickling_server_is_given_up_at_the_overall_deadline(tmp_path, server
         store.ensure(manifest.entries["porep"][0], manifest)
 
 
+def _wrapped(inner: object, **wrapper: object) -> bytes:
+    """A wrapper around ``inner`` (JSON, base64 as Go writes []byte), its fields overridden."""
+    phase1 = base64.b64encode(json.dumps(inner).encode()).decode()
+    return json.dumps({"SectorNum": 1, "Phase1Out": phase1, "SectorSize": 34359738368, **wrapper}).encode()
+
+
+def _inner(vanilla: object, proof: str = "StackedDrg32GiBV1_1") -> dict[str, object]:
+    return {"registered_proof": proof, "vanilla_proofs": vanilla,
+            **{k: [7] * 32 for k in ("comm_r", "comm_d", "replica_id", "seed", "ticket")}}  # fmt: skip
+
+
+WHOLE = json.loads(base64.b64decode(json.loads(PAYLOAD)["Phase1Out"]))
+BLOB = base64.b64encode(bytes(range(60))).decode()  # a 60-byte blob: at least a bincode proof's size
+SHAPE = "StackedDrg32GiBV1"
+
+
 @pytest.mark.parametrize(
     ("kind", "raw", "problem"),
     [
         ("porep", PAYLOAD, None),
         ("porep", PAYLOAD[: len(PAYLOAD) // 2], "not complete C1 output wrapper JSON"),
         ("porep", b'{"SectorNum": 1}', "not a C1 output wrapper"),
-        ("wpost", b'["aGVsbG8=", "d29ybGQ="]', None),
+        ("porep", json.dumps({"Phase1Out": "e30="}).encode(),
+         "its SectorNum must be a non-negative integer, as Curio writes it; got missing"),
+        ("porep", _wrapped(WHOLE, SectorNum="1"),
+         "its SectorNum must be a non-negative integer, as Curio writes it; got '1'"),
+        ("porep", _wrapped(WHOLE, SectorSize=None), "its SectorSize must be a non-negative integer"),
+        ("porep", _wrapped(WHOLE, Phase1Out="QR=="), "its Phase1Out is not base64 (not canonical"),
+        ("porep", _wrapped(WHOLE, Phase1Out="QQ"), "its Phase1Out is not base64"),
+        ("porep", _wrapped({}),
+         "not a C1 output (SealCommitPhase1Output): no registered_proof, vanilla_proofs"),
+        ("porep", _wrapped([1]), "is not a C1 output (SealCommitPhase1Output): not a JSON object"),
+        ("porep", _wrapped(_inner([[{"x": 1}]])),
+         "vanilla_proofs must be keyed by the registered proof's shape"),
+        ("porep", _wrapped(_inner({SHAPE: []})), f"vanilla_proofs.{SHAPE} must be a non-empty list"),
+        ("porep", _wrapped(_inner({SHAPE: [[]]})), f"vanilla_proofs.{SHAPE}[0] must be a non-empty list"),
+        ("porep", _wrapped(_inner({SHAPE: [["junk"]]})), "[0] must be a non-empty list of challenge proofs"),
+        ("porep", _wrapped(_inner({"StackedDrg2KiBV1": [[{}]]})),
+         "keyed StackedDrg2KiBV1, not the shape of registered_proof 'StackedDrg32GiBV1_1'"),
+        ("wpost", json.dumps([BLOB, BLOB]).encode(), None),
+        ("wpost", b"[]", "an empty array"),
+        ("wpost", b'["QR=="]', "entry [0] is not base64 (not canonical"),
+        ("wpost", b'["aGVsbG8="]', "entry [0] is 5 bytes, too short for a vanilla proof (at least 48)"),
+        ("wpost", b"[1, 2]", "not a JSON array of base64 strings"),
         ("wpost", b'["aGVsbG8=", "d29y', "not a complete JSON array of base64 strings"),
         ("snap", b"\x01\x02raw bincode", "its completeness cannot be checked"),
     ],
-)
-def test_a_file_is_known_whole_by_its_kinds_format(kind, raw, problem):
-    from pytest_cuzk.wire.vanilla import format_problem
+)  # fmt: skip
+def test_a_file_is_held_to_its_kinds_real_format(kind, raw, problem):
+    from pytest_cuzk.wire.vanilla import format_problem, shape_problem
 
     found = format_problem(kind, raw)
     assert (found is None) if problem is None else (problem in (found or "")), found
+    if problem is not None and "cannot be checked" not in problem:
+        assert shape_problem(kind, raw) == found
+    assert shape_problem("snap", b"\x01\x02raw bincode") is None, "a raw proof is allowed, as cuzk-bench does"
+
+
+def test_a_malformed_input_file_is_named_before_any_daemon_sees_it(tmp_path):
+    from pytest_cuzk.data.inputs import build_request
+
+    path = tmp_path / "c1.json"
+    path.write_bytes(_wrapped(WHOLE, SectorNum="1"))
+    with pytest.raises(ValueError, match=r"c1.json: not porep data as cuzk reads it: its SectorNum must be"):
+        build_request(KINDS["porep"], path, {})
+    path.write_bytes(PAYLOAD)
+    assert build_request(KINDS["porep"], path, {}).vanilla_proof == PAYLOAD

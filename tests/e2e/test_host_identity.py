@@ -7,6 +7,7 @@ import socket
 import pytest
 from support import PROVE_SOURCE
 
+from pytest_cuzk.config.options import renamed
 from pytest_cuzk.config.settings import THIS_DAEMON, daemon_value, resolve_settings
 from pytest_cuzk.results.database import ResultsDB
 
@@ -20,7 +21,7 @@ def test_a_reference_run_records_its_label_machine_id_hostname_and_warmup_peak(i
         "-k",
         "winning",
         "--cuzk-label=rig-a",
-        "--cuzk-host-id=22990",
+        "--cuzk-machine-id=22990",
         f"--cuzk-results-db={url}",
     )
     result.assert_outcomes(passed=1)
@@ -39,22 +40,48 @@ def test_identities_per_daemon_or_for_the_only_one(pytester: pytest.Pytester) ->
         pytester.parseconfig(
             "--cuzk-daemon=10.0.0.1:9820,10.0.0.2:9820",
             "--cuzk-label=10.0.0.1:9820=rtx4090",
-            "--cuzk-host-id=10.0.0.1:9820=22990",
-            "--cuzk-host-id=10.0.0.2:9820=31337",
+            "--cuzk-machine-id=10.0.0.1:9820=22990",
+            "--cuzk-machine-id=10.0.0.2:9820=31337",
         )
     )
     assert s.host_ids == {"10.0.0.1:9820": "22990", "10.0.0.2:9820": "31337"}
     assert daemon_value(s.host_ids, "10.0.0.2:9820") == "31337"
     assert daemon_value(s.labels, "10.0.0.2:9820") is None, "no label given: the address names it"
-    only = resolve_settings(pytester.parseconfig("--cuzk-label=rig-a", "--cuzk-host-id=22990"))
+    only = resolve_settings(pytester.parseconfig("--cuzk-label=rig-a", "--cuzk-machine-id=22990"))
     assert (only.labels, only.host_ids) == ({THIS_DAEMON: "rig-a"}, {THIS_DAEMON: "22990"})
     assert daemon_value(only.host_ids, "unix:///run/cuzk.sock") == "22990"
 
 
 def test_a_bare_identity_with_several_daemons_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    config = pytester.parseconfig("--cuzk-daemon=10.0.0.1:9820,10.0.0.2:9820", "--cuzk-host-id=22990")
-    with pytest.raises(pytest.UsageError, match="'22990' from option --cuzk-host-id: with several daemons"):
+    config = pytester.parseconfig("--cuzk-daemon=10.0.0.1:9820,10.0.0.2:9820", "--cuzk-machine-id=22990")
+    with pytest.raises(
+        pytest.UsageError, match="'22990' from option --cuzk-machine-id: with several daemons"
+    ):
         resolve_settings(config)
-    config = pytester.parseconfig("--cuzk-host-id=10.0.0.1:9820=")
+    config = pytester.parseconfig("--cuzk-machine-id=10.0.0.1:9820=")
     with pytest.raises(pytest.UsageError, match="use ADDR=ID"):
         resolve_settings(config)
+
+
+def test_the_former_name_still_works_and_says_to_use_the_new_one(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = pytester.parseconfig("--cuzk-host-id=22990")
+    assert resolve_settings(config).host_ids == {THIS_DAEMON: "22990"}
+    assert renamed(config) == [
+        "option --cuzk-host-id is the former name of --cuzk-machine-id (cuzk_machine_id, "
+        "PYTEST_CUZK_MACHINE_ID): use that"
+    ]
+    new = pytester.parseconfig("--cuzk-machine-id=31337", "--cuzk-host-id=22990")
+    assert resolve_settings(new).host_ids == {THIS_DAEMON: "31337"}, "the new name wins"
+    assert renamed(pytester.parseconfig("--cuzk-machine-id=31337")) == []
+    monkeypatch.setenv("PYTEST_CUZK_HOST_ID", "4242")
+    env = pytester.parseconfig()
+    assert resolve_settings(env).host_ids == {THIS_DAEMON: "4242"}
+    assert renamed(env)[0].startswith("environment variable PYTEST_CUZK_HOST_ID is the former name")
+
+
+def test_a_run_under_the_former_name_warns(inner) -> None:
+    result = inner({"test_nothing": "def test_nothing():\n    pass\n"}, "--cuzk-host-id=22990")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*PytestDeprecationWarning: option --cuzk-host-id is the former name of*"])

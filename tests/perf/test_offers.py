@@ -2,9 +2,9 @@
 
 Two databases, each on SQLite and on a real PostgreSQL:
 
-- ``fleet``: the storage provider's story in round figures (a 2x A40 with 2 TiB of RAM below one
-  RTX 4090; PoRep warm-ups that need more RAM than the proofs), with and without low-memory
-  warm-ups, to check the RAM verdicts.
+- ``fleet``: ``cuzk-perf example``'s fleet (``perf/example.py``), the storage provider's story in
+  round figures (a 2x A40 with 2 TiB of RAM below one RTX 4090; PoRep warm-ups that need more RAM
+  than the proofs), with and without low-memory warm-ups, to check the RAM and VRAM verdicts.
 - ``load_ref_runs``: figures the reference engine really measured under six labels
   (``fixtures/ref-runs.json``), filed under made-up rented hosts: the default preset's runs
   under 1x NVIDIA L4 machines 9001-9004, the slower medium preset's under 1x NVIDIA L40S
@@ -16,7 +16,8 @@ Two databases, each on SQLite and on a real PostgreSQL:
              --cuzk-label ref-a --cuzk-host-id 9001
       cuzk-perf export --format json --db ref.db
 
-``fixtures/offers.json`` holds made-up offers in the shape ``vastai search offers --raw`` prints.
+``perf/example-offers.json`` holds made-up offers in the shape ``vastai search offers --raw``
+prints (every field of a real 2024 offer, which is the sample ``RAW_QUARTER`` below).
 """
 
 from __future__ import annotations
@@ -34,64 +35,30 @@ import pytest
 from test_perf import body
 
 from pytest_cuzk.measure.figures import METRICS, regression
+from pytest_cuzk.perf import example
 from pytest_cuzk.perf.cli import main
 from pytest_cuzk.perf.offerfile import Offer, OfferFileError, read_offers
-from pytest_cuzk.perf.predict import gpu_key, memory_verdict
+from pytest_cuzk.perf.predict import memory_verdict
 from pytest_cuzk.results.database import ResultsDB
-from pytest_cuzk.results.rows import HostRecord, RunRecord, TestRecord
+from pytest_cuzk.results.rows import RunRecord, TestRecord
 
 db_url, pg_server = pg.db_url, pg.pg_server
-DATA = Path(__file__).resolve().parents[2] / "fixtures"
-OFFERS = DATA / "offers.json"
-REF_RUNS = DATA / "ref-runs.json"
+OFFERS = Path(example.__file__).with_name(example.OFFERS)
+REF_RUNS = Path(__file__).resolve().parents[2] / "fixtures" / "ref-runs.json"
 GIB, MIB = 2**30, 2**20
-T0 = dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc)
-
-
-def host(gpu: str, count: int, ram_gib: int, name: str) -> HostRecord:
-    return HostRecord.of(
-        gpu_models=[gpu] * count, gpu_count=count, vram_total_bytes=count * 24 * GIB, cpu_model="EPYC 7B13",
-        cpu_cores=32, ram_bytes=ram_gib * GIB, driver="550.54.14", cuda="12.4", hostname=name,
-    )  # fmt: skip
-
-
-A40 = host("NVIDIA A40", 2, 2048, "c.8123")
-RTX = host("NVIDIA GeForce RTX 4090", 1, 491, "rig-4090")
-
-# (host, label, machine id, low-memory warm-up, [(kind, batch, proofs/hour, RSS peak GiB, warm-up peak GiB)])
-# The third 4090 run predates warm-up peaks (None). RAM budgets below leave 15% free.
-FLEET = [
-    (A40, "a40", "20481", False, [("porep", 1, 35.9, 180, 240), ("porep", 2, 30.0, 300, 260),
-                                  ("winning", 1, 900.0, 10, 12)]),
-    (RTX, "4090", "31337", False, [("porep", 1, 41.3, 180, 235), ("porep", 2, 50.0, 230, 250)]),
-    (RTX, "4090", "31337", True, [("porep", 1, 38.0, 200, 70), ("porep", 2, 51.0, 231, 72)]),
-    (RTX, "4090", "31337", None, [("porep", 1, 40.5, 185, None), ("porep", 2, 52.0, 229, None)]),
-]  # fmt: skip
+DISK = 159.18 * GIB  # the default --disk: cuzk's 32 GiB parameter files and the PoRep PCE file
 
 
 @pytest.fixture
 def fleet(db_url: str) -> str:
     with ResultsDB(db_url) as db:
-        for day, (h, label, machine, lowmem, tests) in enumerate(FLEET):
-            run = RunRecord(
-                h, "sha256:base", label=label, host_id=machine, started_at=T0 + dt.timedelta(days=day)
-            )
-            db.start_run(run)
-            for kind, b, per_hour, rss, warm in tests:
-                db.record_test(TestRecord(
-                    run_id=run.run_id, nodeid=f"test_prove[{kind}-batch{b}-j1]", kind=kind, batch_size=b,
-                    concurrency=1, proofs_ok=4, proofs_failed=0, p50_s=60.0, p90_s=70.0, max_s=80.0,
-                    proofs_per_hour=per_hour, rss_peak_bytes=rss * GIB, label=label,
-                    warmup_rss_peak_bytes=None if warm is None else warm * GIB,
-                    lowmem_warmup=None if warm is None else lowmem,
-                ))  # fmt: skip
-            db.finish_run(run.run_id)
+        example.record_fleet(db)
     return db_url
 
 
 REF_HOSTS = {
-    **{f"ref-{x}": host("NVIDIA L4", 1, 64, f"l4-{x}") for x in "abcd"},
-    **{f"ref-m{n}": host("NVIDIA L40S", 1, 128, f"l40s-{n}") for n in (1, 2)},
+    **{f"ref-{x}": example.host_record("NVIDIA L4", 1, 23034, 64, f"l4-{x}") for x in "abcd"},
+    **{f"ref-m{n}": example.host_record("NVIDIA L40S", 1, 46068, 128, f"l40s-{n}") for n in (1, 2)},
 }
 
 
@@ -142,15 +109,20 @@ def by_offer(rows: list[dict[str, object]]) -> dict[object, dict[str, object]]:
 def test_reads_the_fields_vast_ai_prints_in_its_units() -> None:
     raw = json.loads(OFFERS.read_text())
     got = read_offers(str(OFFERS))
-    assert len(got) == len(raw) == 10
+    assert len(got) == len(raw) == 11
     first, r = got[0], raw[0]
     assert first == Offer(
         id=str(r["id"]), machine_id=str(r["machine_id"]), host_id=str(r["host_id"]), gpu_name=r["gpu_name"],
-        num_gpus=r["num_gpus"], gpu_ram_bytes=r["gpu_ram"] * MIB, ram_bytes=r["cpu_ram"] * MIB,
-        cpu_cores=r["cpu_cores_effective"], dph=r["dph_total"], reliability=r["reliability2"],
-        geolocation=r["geolocation"], driver_version=r["driver_version"],
+        num_gpus=r["num_gpus"], gpu_ram_bytes=r["gpu_ram"] * MIB, machine_ram_bytes=r["cpu_ram"] * MIB,
+        cpu_cores=r["cpu_cores_effective"], machine_cpu_cores=r["cpu_cores"], gpu_frac=r["gpu_frac"],
+        dph_total=r["dph_total"], dph_base=r["dph_base"], reserved_dph_total=r["discounted_dph_total"],
+        storage_cost=r["storage_cost"], storage_total_cost=r["storage_total_cost"],
+        reliability=r["reliability2"], geolocation=r["geolocation"], driver_version=r["driver_version"],
     )  # fmt: skip
     assert first.gpu_ram_bytes == 24564 * MIB < 24 * GIB, "nvidia-smi's MiB for a 24 GiB card"
+    assert (first.share, first.ram_bytes) == (1.0, 503000 * MIB), "a whole machine"
+    quarter = next(o for o in got if o.id == "7100003")
+    assert quarter.machine_ram_bytes == 1030288 * MIB and quarter.ram_bytes == 1030288 * MIB // 4
     lacking = next(o for o in got if o.id == "7100007")
     assert (lacking.machine_id, lacking.ram_bytes) == (None, None)
 
@@ -194,21 +166,6 @@ def test_bad_offer_files_say_what_is_wrong(tmp_path: Path, text: str, message: s
     assert str(caught.value).startswith(f"{tmp_path / 'bad.json'}: {message}")
 
 
-def test_gpu_models_match_as_nvml_and_vast_ai_spell_them() -> None:
-    assert gpu_key("NVIDIA GeForce RTX 4090") == gpu_key("RTX 4090")
-    assert gpu_key("NVIDIA A100-SXM4-80GB") == gpu_key("A100 SXM4")
-    assert gpu_key("NVIDIA A100 80GB PCIe") == gpu_key("A100 PCIE")
-    assert gpu_key("NVIDIA RTX 6000 Ada Generation") == gpu_key("RTX 6000Ada")
-    assert gpu_key("NVIDIA A40") == gpu_key("A40")
-    for a, b in [
-        ("RTX 4090", "RTX 4090 D"),
-        ("A40", "RTX A4000"),
-        ("L4", "L40S"),
-        ("A100 SXM4", "A100 PCIE"),
-    ]:
-        assert gpu_key(a) != gpu_key(b), (a, b)
-
-
 @pytest.mark.parametrize(
     ("steady", "full", "low", "verdict"),
     [
@@ -234,30 +191,38 @@ def test_ranks_by_dollars_per_proof_with_ram_verdicts(fleet: str, capsys: pytest
     code, out, err = offers(capsys, fleet, str(OFFERS), "--kind", "porep")
     assert code == 0
     assert out.splitlines()[0] == (
-        f"10 of 10 offers from {OFFERS}; measured peaks must leave 15% of an offer's RAM free"
+        f"11 of 11 offers from {OFFERS}; on-demand prices with 159.2 GiB of disk; "
+        "measured peaks must leave 15% of an offer's RAM free"
     )
     rows = body(out)
-    assert [(r[1], r[6], r[9], r[-2], r[-1]) for r in rows] == [
-        ("7100003", "40.5", "0.00741", "yes", "yes"),  # 251.5 GiB: batch 1 only, and a low-memory warm-up
-        ("7100001", "51.0", "0.00784", "yes", "no"),  # this 4090 itself, 491 GiB: batch 2 fits
-        ("7100002", "35.9", "0.0251", "yes", "no"),  # 2x A40 and 2 TiB, slower than one 4090
-        ("7100006", "35.9", "0.0696", "yes", "no"),
-        ("7100007", "51.0", "0.00686", "?", "?"),  # cheapest, but its RAM is not known
-        ("7100005", "n/a", "n/a", "?", "?"),  # no 3090 measured
-        ("7200004", "n/a", "n/a", "?", "?"),
-        ("7200009", "n/a", "n/a", "?", "?"),
-        ("7200010", "n/a", "n/a", "?", "?"),
-        ("7100004", "n/a", "n/a", "no", "-"),  # 125.7 GiB: no PoRep configuration fits
+    assert [(r[1], r[5], r[6], r[9], r[-2], r[-1]) for r in rows] == [
+        # a quarter of a 1006 GiB machine: 251.5 GiB, batch 1 only, and a low-memory warm-up
+        ("7100003", "0.305", "40.5", "0.00753", "yes", "yes"),
+        ("7100001", "0.425", "51.0", "0.00834", "yes", "no"),  # this 4090 itself, 491 GiB: batch 2 fits
+        ("7100002", "0.904", "35.9", "0.0252", "yes", "no"),  # 2x A40 and 2 TiB, slower than one 4090
+        ("7100006", "2.472", "35.9", "0.0689", "yes", "no"),
+        ("7100007", "0.398", "51.0", "0.00781", "?", "?"),  # cheaper per proof, but its RAM is not known
+        ("7100005", "0.243", "n/a", "n/a", "?", "?"),  # no 3090 measured
+        ("7200004", "0.267", "n/a", "n/a", "?", "?"),
+        ("7200009", "0.287", "n/a", "n/a", "?", "?"),
+        ("7200010", "0.610", "n/a", "n/a", "?", "?"),
+        ("7300001", "0.826", "n/a", "n/a", "?", "?"),
+        ("7100004", "0.260", "n/a", "n/a", "no", "-"),  # 125.7 GiB: no PoRep configuration fits
     ]
     assert rows[0][7] == "1 like it (4090)" and rows[1][7] == "this machine (4090, 3 runs)"
-    assert rows[0][11] == "235.0 GiB / 70.0 GiB low-mem"
+    assert (rows[0][4], rows[0][11], rows[0][12]) == ("251.5 GiB", "235.0 GiB / 70.0 GiB low-mem", "15.0 GiB")
     assert rows[5][7] == "unknown: no 1x RTX 3090 measured"
     assert rows[-1][7] == "1 like it (4090): needs 235.3 GiB of RAM"
-    assert (rows[1][4], rows[1][8], rows[1][10]) == ("491.2 GiB", "batch2-j1", "231.0 GiB")
+    assert (rows[1][4], rows[1][8], rows[1][10], rows[1][12]) == (
+        "491.2 GiB",
+        "batch2-j1",
+        "231.0 GiB",
+        "22.0 GiB",
+    )
     assert err.splitlines() == [
-        f"cuzk-perf offers: {OFFERS}: field cpu_ram missing in 1 of 10 offers (7100007): "
+        f"cuzk-perf offers: {OFFERS}: field cpu_ram missing in 1 of 11 offers (7100007): "
         "the RAM checks answer '?'",
-        f"cuzk-perf offers: {OFFERS}: field machine_id missing in 1 of 10 offers (7100007): "
+        f"cuzk-perf offers: {OFFERS}: field machine_id missing in 1 of 11 offers (7100007): "
         "it cannot match a measured machine",
     ]
 
@@ -270,12 +235,15 @@ def test_filters_and_json(fleet: str, capsys: pytest.CaptureFixture[str]) -> Non
     like = got["7100003"]
     assert like["basis"] == "hosts like it" and like["sources"] == ["4090"] and like["count"] == 1
     assert like["proofs_per_hour"] == statistics.median([41.3, 38.0, 40.5])  # the 4090's batch-1 runs
-    assert like["dollars_per_proof"] == pytest.approx(0.30 / 40.5)
+    assert like["dollars_per_hour"] == pytest.approx(0.294 + 0.05 * DISK / GIB / 720, abs=1e-4)
+    assert like["dollars_per_proof"] == pytest.approx(like["dollars_per_hour"] / 40.5)
     assert like["config"] == {"batch_size": 1, "concurrency": 1}
     assert (like["rss_peak_bytes"], like["warmup_rss_peak_bytes"], like["lowmem_warmup_rss_peak_bytes"]) == (
         200 * GIB, 235 * GIB, 70 * GIB
     )  # fmt: skip
+    assert like["vram_peak_bytes"] == 15 * GIB
     assert (like["fits"], like["lowmem_warmup_needed"]) == ("yes", "yes")
+    assert (like["offer"]["share"], like["offer"]["ram_bytes"]) == (0.25, 1030288 * MIB // 4)
     own = got["7100001"]
     assert (own["basis"], own["count"], own["spread"]) == ("this machine", 3, [50.0, 52.0])
     assert own["offer"]["ram_bytes"] == 503000 * MIB
@@ -294,14 +262,15 @@ def test_an_offer_lacking_needed_fields_is_listed_and_named(
     assert code == 0
     (row,) = json.loads(out)
     assert (row["basis"], row["why"]) == ("unknown", "the offer names no GPU model or count")
+    assert row["dollars_per_hour"] == 0.5, "no storage_cost: the price as the search priced it"
     missing = [line.split(": field ")[1].split(" missing")[0] for line in err.splitlines()]
-    assert missing == ["gpu_name", "num_gpus", "cpu_ram", "machine_id"]
+    assert missing == ["gpu_name", "num_gpus", "cpu_ram", "storage_cost", "machine_id"]
     assert "missing in every offer (1)" in err
 
 
 def test_usage_errors_and_no_data(fleet: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = offers(capsys, fleet, str(tmp_path / "nope.json"))
-    assert code == 2 and "cannot read the offers file" in err and "nope.json" in err
+    assert code == 2 and "cuzk-perf offers: cannot read the offers file" in err and "nope.json" in err
     code, _, err = offers(capsys, fleet, str(OFFERS), "--max-dph", "cheap")
     assert code == 2 and "invalid price 'cheap'" in err
     code, _, err = offers(capsys, fleet, str(OFFERS), "--min-ram", "lots")

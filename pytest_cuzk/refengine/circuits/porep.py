@@ -18,10 +18,11 @@ miner or sector fails the self-check, as with cuzk.
 
 C1 inner JSON (the ``Phase1Out`` payload): ``registered_proof``, ``comm_r``,
 ``comm_d``, ``replica_id``, ``seed``, ``ticket`` (each an array of 32 byte
-values, as filecoin-proofs writes them) and ``vanilla_proofs``: one object per
-partition ``{"comm_c", "comm_r_last", "challenges": [{"data", "label",
-"parents", "data_path", "label_path", "replica_path"}]}`` with field elements
-as 64-digit little-endian hex.
+values, as filecoin-proofs writes them) and ``vanilla_proofs``, keyed by the
+proof's shape as filecoin-proofs-api writes it: ``{"StackedDrg32GiBV1": [[...],
+...]}``, per partition one object per challenge ``{"comm_c", "comm_r_last",
+"data", "label", "parents", "data_path", "label_path", "replica_path"}`` with
+field elements as 64-digit little-endian hex.
 """
 
 from __future__ import annotations
