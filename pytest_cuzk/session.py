@@ -292,9 +292,10 @@ class CuzkSession:
         attached, taken out of the run), one still busy with the proof restarted likewise.
         pytest-timeout's signal method fails the test with its message; its thread method ends pytest.
         """
+        from pytest_cuzk.core.compat import stopped_by_pytest_timeout
         from pytest_cuzk.core.errors import DeadlineExceeded, ProofTimeout
 
-        stopped = isinstance(error, pytest.fail.Exception) and str(error).endswith("from pytest-timeout.")
+        stopped = stopped_by_pytest_timeout(error)
         if not (stopped or isinstance(error, (ProofTimeout, DeadlineExceeded))) or not backend.alive():
             return
         seen = backend.health(self.settings.probe_timeout)

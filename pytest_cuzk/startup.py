@@ -31,11 +31,15 @@ def start_session(config: pytest.Config) -> None:
         config.option.pyargs = True
         config.args = [SUITE]
     session = _register(config, CuzkSession(config, settings))
+    from pytest_cuzk.verdicts.baseline import PLUGIN, Baseline
+
+    with as_usage_error():
+        baseline = Baseline(config, settings)
+    config.pluginmanager.register(baseline, PLUGIN)
     if settings.gates_asked:
         from pytest_cuzk.verdicts.gates import Gates
 
-        with as_usage_error():
-            config.pluginmanager.register(Gates(config, settings), "cuzk_gates")
+        config.pluginmanager.register(Gates(config, settings, baseline), "cuzk_gates")
     if settings.manifest is not None:
         from pytest_cuzk.data.manifest import load_manifest
 
