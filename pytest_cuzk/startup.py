@@ -25,6 +25,11 @@ def start_session(config: pytest.Config) -> None:
     """Resolve and check every setting (a usage error names the bad one), then register the session."""
     settings = resolve_settings(config)
     check_paths(settings)
+    if settings.daemon == "spawn" and not settings.attach:
+        from pytest_cuzk.backends.choice import spawn_binary
+
+        with as_usage_error():
+            spawn_binary(settings)
     no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
     if config.option.cuzk_daemon is not None and no_paths:
         # A cuzk mode, and no test paths on the command line nor testpaths in the ini: the packaged suite.

@@ -303,6 +303,10 @@ def resolve_settings(config: pytest.Config) -> Settings:
         value = raw[name][0]
         return Path(value).expanduser() if value else None
 
+    for name in ("binary", "config", "manifest", "baseline"):  # an unset CI variable gives ""
+        value, source = raw[name]
+        if value is not None and not str(value).strip():
+            raise pytest.UsageError(f"--cuzk-{name} is empty (from {source}): give a path, or leave it out")
     daemon, where = raw["daemon"]
     daemon = str(daemon).strip()
     attach: tuple[str, ...] = ()
