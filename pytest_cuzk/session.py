@@ -268,7 +268,12 @@ class CuzkSession:
             transport.send(report, transport.NOT_RUN, _first_line(report))
         if report.failed and backend.log is not None:
             since = offset if backend.log is log else 0  # a restarted daemon has a new log
-            report.sections.append(("cuzk daemon log", backend.log.log_tail(60, since=since)))
+            # The reason comes first: the log's lines only under -v, else where the kept log is.
+            loud = self.config.get_verbosity() > 0
+            tail = backend.log.log_tail(60, since=since) if loud else ""
+            none = " (nothing logged during this test)" if loud else " (-v shows its last lines here)"
+            where = f"kept in {backend.log.log_path}{'' if tail else none}"
+            report.sections.append(("cuzk daemon log", f"{where}\n{tail}".rstrip()))
             self.workspace.keep = True  # keep the log the messages point to
         if report.when == "call" and call.excinfo is not None:
             self._after_a_timeout(item, backend, call.excinfo.value)
