@@ -23,7 +23,7 @@ SHORT_PLAN = {
     "PYTEST_CUZK_CASE_BUDGET": "8",
     "PYTEST_CUZK_WINDOW": "1",
 }
-LEAKS = json.dumps({"grow_memory_mib_per_s": 40})
+LEAKS = json.dumps({"grow_memory_mib_per_s": 10})
 
 
 def github_script(text: str) -> str:
