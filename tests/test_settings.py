@@ -80,7 +80,7 @@ def test_bad_env_value_names_the_variable(pytester, monkeypatch):
 def test_kind_maps_and_gates_parse(pytester):
     s = resolve_settings(
         pytester.parseconfig(
-            "--cuzk-min-throughput=porep:50/h,winning-post:3600",
+            "--cuzk-min-throughput=porep:50/h,winning-post:3600/h",
             "--cuzk-max-rss=200GiB",
             "--cuzk-max-vram=porep:12GB",
             "--cuzk-compare-fail=rss_peak:10%,throughput:5%",
