@@ -8,8 +8,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from support import not_an_xdist_worker
 
 from pytest_cuzk.core import compat
+
+
+@pytest.fixture(autouse=True)
+def _inner_runs_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    not_an_xdist_worker(monkeypatch)  # under a worker pytest-benchmark would disable itself
 
 BENCH = """
 def test_bench(benchmark):
