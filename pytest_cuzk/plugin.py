@@ -187,6 +187,8 @@ def cuzk_scenario(
 
 def _benchmark(request: pytest.FixtureRequest) -> Any | None:
     """pytest-benchmark's fixture, where it is installed: each wave (a scenario) is one of its rounds."""
-    if not request.config.pluginmanager.hasplugin("benchmark"):
+    from pytest_cuzk.core.compat import BENCHMARK_PLUGIN
+
+    if not request.config.pluginmanager.hasplugin(BENCHMARK_PLUGIN):
         return None
     return request.getfixturevalue("benchmark")

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["CuzkSession"]
 
 _SCENARIO_TESTS = ("test_server", "test_priority", "test_sweep")  # the suite's load scenarios
+_SCENARIO_WORDS = ("server", "priority", "sweep", "under")  # what only their ids contain, not the cases'
 _SCENARIO_FILE = "test_scenarios.py"
 
 
@@ -199,7 +200,9 @@ class CuzkSession:
         """The packaged suite's load scenarios, unless --cuzk-scenarios, -k or a node id asks for them."""
         keyword = str(self.config.option.keyword or "")
         args = [str(a) for a in self.config.args]
-        named = any(name in keyword or any(f"::{name}" in a for a in args) for name in _SCENARIO_TESTS)
+        named = any(word in keyword for word in _SCENARIO_WORDS) or any(
+            f"::{name}" in a for a in args for name in _SCENARIO_TESTS
+        )
         if self.settings.scenarios or named or any(a.endswith(_SCENARIO_FILE) for a in args):
             return []
         suite = Path(__file__).parent / "suite"
@@ -253,7 +256,7 @@ class CuzkSession:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """Attach the daemon log of a failing test, and carry each case's figures to the controller."""
         report = yield
-        from pytest_cuzk.backends.protocol import LOG_MARK_KEY
+        from pytest_cuzk.backends.protocol import LOG_MARK_KEY, log_section
         from pytest_cuzk.run.cases import item_case
 
         case = item_case(item)
@@ -268,7 +271,8 @@ class CuzkSession:
             transport.send(report, transport.NOT_RUN, _first_line(report))
         if report.failed and backend.log is not None:
             since = offset if backend.log is log else 0  # a restarted daemon has a new log
-            report.sections.append(("cuzk daemon log", backend.log.log_tail(60, since=since)))
+            section = log_section(backend.log, since, loud=self.config.get_verbosity() > 0)
+            report.sections.append(("cuzk daemon log", section))
             self.workspace.keep = True  # keep the log the messages point to
         if report.when == "call" and call.excinfo is not None:
             self._after_a_timeout(item, backend, call.excinfo.value)
@@ -292,9 +296,10 @@ class CuzkSession:
         attached, taken out of the run), one still busy with the proof restarted likewise.
         pytest-timeout's signal method fails the test with its message; its thread method ends pytest.
         """
+        from pytest_cuzk.core.compat import stopped_by_pytest_timeout
         from pytest_cuzk.core.errors import DeadlineExceeded, ProofTimeout
 
-        stopped = isinstance(error, pytest.fail.Exception) and str(error).endswith("from pytest-timeout.")
+        stopped = stopped_by_pytest_timeout(error)
         if not (stopped or isinstance(error, (ProofTimeout, DeadlineExceeded))) or not backend.alive():
             return
         seen = backend.health(self.settings.probe_timeout)

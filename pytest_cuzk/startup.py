@@ -28,17 +28,26 @@ def start_session(config: pytest.Config) -> None:
     check_paths(settings)
     for line in renamed(config):
         config.issue_config_time_warning(pytest.PytestDeprecationWarning(line), stacklevel=2)
+    if settings.daemon == "spawn" and not settings.attach:
+        from pytest_cuzk.backends.choice import spawn_binary
+
+        with as_usage_error():
+            spawn_binary(settings)
     no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
     if config.option.cuzk_daemon is not None and no_paths:
         # A cuzk mode, and no test paths on the command line nor testpaths in the ini: the packaged suite.
         config.option.pyargs = True
         config.args = [SUITE]
     session = _register(config, CuzkSession(config, settings))
+    from pytest_cuzk.verdicts.baseline import PLUGIN, Baseline
+
+    with as_usage_error():
+        baseline = Baseline(config, settings)
+    config.pluginmanager.register(baseline, PLUGIN)
     if settings.gates_asked:
         from pytest_cuzk.verdicts.gates import Gates
 
-        with as_usage_error():
-            config.pluginmanager.register(Gates(config, settings), "cuzk_gates")
+        config.pluginmanager.register(Gates(config, settings, baseline), "cuzk_gates")
     if settings.manifest is not None:
         from pytest_cuzk.data.manifest import load_manifest
 

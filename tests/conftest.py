@@ -92,19 +92,25 @@ def inner(pytester: pytest.Pytester, shared_cache: Path, monkeypatch: pytest.Mon
 
 
 @pytest.fixture(scope="session")
-def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with the wheel of this checkout installed, not editable: what ``pip install`` gives a user."""
-    root = tmp_path_factory.mktemp("as-a-user")
-    wheels = root / "wheel"
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of this checkout, built once per session."""
+    wheels = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
+    (wheel,) = wheels.glob("pytest_cuzk-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="session")
+def user_venv(tmp_path_factory: pytest.TempPathFactory, built_wheel: Path) -> Path:
+    """A venv with the wheel of this checkout installed, not editable: what ``pip install`` gives a user."""
+    root = tmp_path_factory.mktemp("as-a-user")
     venv.create(root / "venv", with_pip=True)
     python = root / "venv" / "bin" / "python"
-    (wheel,) = wheels.glob("pytest_cuzk-*.whl")
     subprocess.run(
-        [python, "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True, timeout=600
+        [python, "-m", "pip", "install", "-q", str(built_wheel)], check=True, capture_output=True, timeout=600
     )
     return python
 

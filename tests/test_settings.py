@@ -35,6 +35,9 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         (["--cuzk-min-throughput=porep:fast"], "Invalid throughput 'fast' from option --cuzk-min-throughput"),
         (["--cuzk-max-rss=lots"], "Invalid size 'lots' from option --cuzk-max-rss"),
         (["--cuzk-compare-fail=mean:5%"], "Invalid threshold 'mean:5%' from option --cuzk-compare-fail"),
+        (["--cuzk-compare-fail=throughput:5"], "give the limit in percent (throughput:5%)"),
+        (["--cuzk-min-throughput=porep:50"], "Invalid throughput '50' from option --cuzk-min-throughput"),
+        (["--cuzk-max-rss=200"], "Invalid size '200' from option --cuzk-max-rss: give its unit, e.g. 200GiB"),
         (["--cuzk-input=porp=x.json"], "unknown proof kind 'porp'"),
         (["--cuzk-label=host:1="], "Invalid value 'host:1=' from option --cuzk-label: use ADDR=NAME"),
         (["--cuzk-lowmem-warmup=maybe"], "use auto, on or off"),
@@ -77,7 +80,7 @@ def test_bad_env_value_names_the_variable(pytester, monkeypatch):
 def test_kind_maps_and_gates_parse(pytester):
     s = resolve_settings(
         pytester.parseconfig(
-            "--cuzk-min-throughput=porep:50/h,winning-post:3600",
+            "--cuzk-min-throughput=porep:50/h,winning-post:3600/h",
             "--cuzk-max-rss=200GiB",
             "--cuzk-max-vram=porep:12GB",
             "--cuzk-compare-fail=rss_peak:10%,throughput:5%",

@@ -18,7 +18,7 @@ from ..wire.addresses import label_from_address
 from .protocol import DaemonBackend, Mode
 from .workspace import Workspace
 
-__all__ = ["DaemonChoice", "choose", "find_binary"]
+__all__ = ["DaemonChoice", "choose", "find_binary", "spawn_binary"]
 
 LOCAL_LABEL = "local"
 
@@ -48,6 +48,16 @@ def find_binary(explicit: Path | None) -> Path | None:
     return None
 
 
+def spawn_binary(settings: Settings) -> Path:
+    """The binary ``--cuzk-daemon=spawn`` starts; checked at configure time, so a missing one is one line."""
+    found = find_binary(settings.binary)
+    if not found:
+        raise CuzkError(
+            "--cuzk-daemon=spawn needs a cuzk binary: pass --cuzk-binary PATH or put cuzk-daemon on PATH"
+        )
+    return found
+
+
 def _answers(address: str, timeout_s: float) -> bool:
     """One GetStatus: a closed port is refused at once, so the probe costs nothing when no one listens."""
     from pytest_cuzk.daemon.client import ProvingClient
@@ -68,12 +78,7 @@ def choose(settings: Settings, workspace: Workspace) -> DaemonChoice:
     if s.daemon == "ref":
         return _reference(s, workspace, "--cuzk-daemon=ref")
     if s.daemon == "spawn":
-        found = find_binary(s.binary)
-        if not found:
-            raise CuzkError(
-                "--cuzk-daemon=spawn needs a cuzk binary: pass --cuzk-binary PATH or put cuzk-daemon on PATH"
-            )
-        return _spawned(s, workspace, found, "--cuzk-daemon=spawn")
+        return _spawned(s, workspace, spawn_binary(s), "--cuzk-daemon=spawn")
     if _answers(s.addr, 1.0):
         return _attached(s, (s.addr,), f"a daemon answers at {s.addr}")
     found = find_binary(s.binary)

@@ -39,6 +39,7 @@ __all__ = [
     "PceRule",
     "Prepare",
     "Verifier",
+    "log_section",
     "no_lock",
 ]
 
@@ -113,6 +114,16 @@ class DaemonLog(Protocol):
     def log_size(self) -> int: ...
 
     def log_tail(self, lines: int = 40, since: int = 0) -> str: ...
+
+
+def log_section(log: DaemonLog, since: int, *, loud: bool) -> str:
+    """A failed test's daemon-log section: where the kept log is, and its lines since ``since`` if ``loud``.
+
+    The failure's reason comes first; the log's lines, pages of INFO, only under ``-v``.
+    """
+    tail = log.log_tail(60, since=since) if loud else ""
+    none = " (nothing logged during this test)" if loud else " (-v shows its last lines here)"
+    return f"kept in {log.log_path}{'' if tail else none}\n{tail}".rstrip()
 
 
 class EngineProfile(Protocol):

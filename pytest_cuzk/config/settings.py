@@ -104,6 +104,8 @@ class Settings:
 
 
 def _size(text: str, where: str) -> int:
+    if re.fullmatch(r"\s*[\d.]+\s*", str(text)):  # bytes by default: 200 would be 200 bytes, not 200 GiB
+        raise pytest.UsageError(f"Invalid size {text!r} from {where}: give its unit, e.g. {text.strip()}GiB")
     try:
         return parse_size(text, where)
     except ValueError as exc:
@@ -139,7 +141,7 @@ def _slo(text: str, where: str) -> Slo:
 
 
 def _throughput(text: str, where: str) -> float:
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(/h)?\s*$", text)
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*/h\s*$", text)
     if not m:
         raise pytest.UsageError(
             f"Invalid throughput {text!r} from {where}: use proofs per hour, e.g. porep:50/h"
@@ -301,6 +303,10 @@ def resolve_settings(config: pytest.Config) -> Settings:
         value = raw[name][0]
         return Path(value).expanduser() if value else None
 
+    for name in ("binary", "config", "manifest", "baseline"):  # an unset CI variable gives ""
+        value, source = raw[name]
+        if value is not None and not str(value).strip():
+            raise pytest.UsageError(f"--cuzk-{name} is empty (from {source}): give a path, or leave it out")
     daemon, where = raw["daemon"]
     daemon = str(daemon).strip()
     attach: tuple[str, ...] = ()

@@ -42,6 +42,10 @@ class RunReport:
             raise pytest.UsageError(
                 f"--cuzk-html {path} is a directory: give a file, e.g. {path / 'cuzk.html'}"
             )
+        if not path.parent.is_dir():  # a typo must not grow a directory tree
+            raise pytest.UsageError(
+                f"--cuzk-html {path}: the directory {path.parent} does not exist; create it or fix the path"
+            )
         self.config = config
         self.session = session
         self.path = path
@@ -82,7 +86,6 @@ class RunReport:
 
         context = run_page(self.outcomes, self.session, self.started, time.monotonic() - self._t0, exitstatus)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self.written = atomic_write(self.path, render("run.html.j2", **context))
         except OSError as exc:
             self.error = f"could not write the --cuzk-html report: {exc}"

@@ -19,6 +19,7 @@ from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.measure.ledger import series_name
 
 from ..backends.protocol import ColdStart
+from ..verdicts.baseline import compared_with
 from ..wire.units import format_bytes
 from .charts import cold_timeline, latency_chart, memory_chart, scenario_chart, windows_chart
 from .outcomes import Outcomes, TestEntry
@@ -175,6 +176,7 @@ def run_page(
         "host": host_info(),
         "settings": s,
         "gates": gates(s),
+        "baseline": compared.lines() if (compared := compared_with(config)) is not None else [],
         "metrics": list(METRICS.values()),
         "cases_run": [e for e in entries if e.case is not None or e.figures is not None],
         "others": [e for e in entries if e.case is None and e.figures is None and e.scenario is None],

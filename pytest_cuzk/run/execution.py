@@ -18,7 +18,7 @@ import pytest
 
 from pytest_cuzk.backends.protocol import DaemonBackend
 from pytest_cuzk.config.settings import Settings, daemon_value
-from pytest_cuzk.core import transport
+from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkWarning, DaemonExited, DaemonHung, DaemonUnavailable
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.run.casefigures import case_figures
@@ -102,8 +102,7 @@ class CaseExecution(Execution):
 
     def _saving(self) -> bool:
         """Whether pytest-benchmark saves this run: then it is a baseline to come."""
-        options = self.item.config.option
-        return bool(getattr(options, "benchmark_save", None) or getattr(options, "benchmark_autosave", None))
+        return compat.saving_as(self.item.config) is not None
 
     def measure(self, case: Case) -> CaseResult:
         """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran."""

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.core.compat import benchmark_whole
 from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS
@@ -204,7 +205,7 @@ def run_case(case: Case, runner: Runner, plan: Plan, benchmark: Any | None) -> C
             except PlanDone:
                 # pedantic marks a benchmark whose setup raised as failed (its JSON would drop it):
                 # this was the plan ending the rounds, and every round that ran is whole.
-                benchmark.has_error = False
+                benchmark_whole(benchmark)
         # A disabled benchmark (e.g. under xdist) ran one wave and no more: run the rest here.
         while True:
             try:

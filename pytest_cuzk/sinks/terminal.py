@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.sinks.tables import table
+from pytest_cuzk.verdicts.baseline import compared_with
 from pytest_cuzk.wire.units import format_bytes
 
 if TYPE_CHECKING:
@@ -185,6 +186,8 @@ def summary_lines(session: RunView) -> list[str]:
     # First what did not run or failed as a known bug: a reader must not take a short table for a full one
     lines = _listed("DID NOT RUN", session.not_run) + _listed("KNOWN ENGINE BUG (xfail)", session.known)
     lines += _measured_lines(session)
+    baseline = compared_with(session.config)
+    lines += baseline.lines() if baseline is not None else []
     if rows or not session.scenarios:
         lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
     lines += na_lines(session.rows)

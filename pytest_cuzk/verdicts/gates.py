@@ -11,37 +11,25 @@ spread is too wide to resolve the limit, get a warning. ``Gates`` is the last si
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_cuzk.config.settings import Settings
-from pytest_cuzk.core.errors import CuzkError, CuzkWarning
+from pytest_cuzk.core.compat import SavedRun
+from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.measure.figures import METRICS, Figures, Samples
+from pytest_cuzk.verdicts.baseline import Baseline, describe_run
 from pytest_cuzk.verdicts.comparison import Side, compare, spread_warning
-from pytest_cuzk.verdicts.runspread import RunSpread, saved_runs_beside, saved_spread
+from pytest_cuzk.verdicts.runspread import RunSpread, saved_spread
 from pytest_cuzk.wire.units import format_bytes
 
 if TYPE_CHECKING:
     from pytest_cuzk.run.cases import Case
     from pytest_cuzk.run.waves import CaseResult
 
-__all__ = ["Gates", "check_gates", "load_baseline"]
-
-
-def load_baseline(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """A pytest-benchmark JSON file's run, and its benchmarks by fullname."""
-    try:
-        data = json.loads(Path(path).read_text())
-        return data, {b["fullname"]: b for b in data.get("benchmarks", [])}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CuzkError(
-            f"cannot read --cuzk-baseline {path}: {exc}; pass a JSON file written by --benchmark-json "
-            "or --benchmark-save"
-        ) from exc
+__all__ = ["Gates", "check_gates"]
 
 
 def check_gates(
@@ -49,6 +37,7 @@ def check_gates(
     settings: Settings,
     baseline: dict[str, Any] | None,
     spreads: Mapping[str, RunSpread] | None = None,
+    compared: str = "the compared run",
 ) -> tuple[list[str], list[str]]:
     """The gates the case breaks, and the warnings about gates, as sentences.
 
@@ -82,7 +71,7 @@ def check_gates(
                 f"{metric.attr} {format_bytes(value)} exceeds {format_bytes(limit)} for {kind} ({option})"
             )
     if settings.compare_fail:
-        failures += _compare(figures, settings, baseline, warnings)
+        failures += _compare(figures, settings, baseline, warnings, compared)
         for name, pct in settings.compare_fail.items():
             spread = (spreads or {}).get(name)
             if spread is not None and (warning := spread.warning(METRICS[name], pct)):
@@ -91,14 +80,13 @@ def check_gates(
 
 
 def _compare(
-    figures: Figures, settings: Settings, baseline: dict[str, Any] | None, warnings: list[str]
+    figures: Figures, settings: Settings, baseline: dict[str, Any] | None, warnings: list[str], compared: str
 ) -> list[str]:
     if not baseline:
-        warnings.append(
-            "--cuzk-compare-fail not checked: the compared run has no such test "
-            "(pass --cuzk-baseline FILE or --benchmark-compare)"
-        )
-        return []
+        return [
+            f"--cuzk-compare-fail: {compared} has no {figures.test}, so it cannot be compared: save a "
+            "baseline that ran this test (the same -k and matrix), or compare with one that did"
+        ]
     old = baseline.get("extra_info", {})
     saved = Samples.from_dict(old["samples"]) if old.get("samples") else None
     old_others = (old.get("memory") or {}).get("host_other_cpu_pct")
@@ -126,61 +114,32 @@ def _compare(
 class Gates:
     """The gates sink: registered by the session when any gate is asked for."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
-        """Read ``--cuzk-baseline`` now, so a bad file stops the run before any daemon starts."""
+    def __init__(self, config: pytest.Config, settings: Settings, baseline: Baseline) -> None:
         self.config = config
         self.settings = settings
-        self._baseline: dict[str, dict[str, Any]] | None = None
-        self._baseline_run: dict[str, Any] | None = None
-        self._saved: tuple[list[dict[str, Any]], dict[str, Any] | None] | None = None
-        if settings.baseline:
-            self._baseline_run, self._baseline = load_baseline(settings.baseline)
+        self.compared = baseline
+        self._runs: list[dict[str, Any]] | None = None
 
-    def saved(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        """Every saved run beside the compared one, and the compared run (for its build and host).
+    def spreads(self, test: str, run: SavedRun) -> dict[str, RunSpread]:
+        """The spread of each gated figure over the saved runs of the compared run's build.
 
-        Read when the first compared case finishes, not at start-up: a run with no relative gate
-        never reads the storage.
+        The saved runs are read when the first compared case finishes, not at start-up.
         """
-        if self._saved is None and self.settings.baseline:
-            self._saved = list(saved_runs_beside(self.settings.baseline)), self._baseline_run
-        elif self._saved is None:
-            bs = getattr(self.config, "_benchmarksession", None)
-            compared = {str(path) for path in (getattr(bs, "compared_mapping", None) or {})}
-            storage = getattr(bs, "storage", None)
-            loaded = list(storage.load()) if compared and storage is not None else []
-            run = next((data for path, data in loaded if str(path) in compared), None)
-            self._saved = [data for _, data in loaded], run
-        return self._saved
-
-    def spreads(self, test: str) -> dict[str, RunSpread]:
-        """The spread of each gated figure over the saved runs of the compared run's build."""
-        runs, compared = self.saved()
-        if compared is None:
-            return {}
-        found = {
-            name: saved_spread(runs, compared, test, METRICS[name]) for name in self.settings.compare_fail
-        }
+        if self._runs is None:
+            self._runs = self.compared.runs_beside()
+        gated = self.settings.compare_fail
+        found = {name: saved_spread(self._runs, run.data, test, METRICS[name]) for name in gated}
         return {name: spread for name, spread in found.items() if spread is not None}
-
-    def baseline(self) -> dict[str, dict[str, Any]]:
-        """``--cuzk-baseline``, else pytest-benchmark's compared run (known once it has loaded)."""
-        if self._baseline is None:
-            bs = getattr(self.config, "_benchmarksession", None)
-            mapping: dict[str, dict[str, Any]] = {}
-            for benches in (getattr(bs, "compared_mapping", None) or {}).values():
-                mapping.update(benches)
-            self._baseline = mapping
-        return self._baseline
 
     @pytest.hookimpl(trylast=True)
     def pytest_cuzk_case_finished(
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
-        compared = bool(self.settings.compare_fail)
-        baseline = self.baseline().get(item.nodeid) if compared else None
-        spreads = self.spreads(item.nodeid) if compared else None
-        failures, warnings = check_gates(figures, self.settings, baseline, spreads)
+        run = self.compared.run() if self.settings.compare_fail else None
+        baseline = run.benchmarks().get(item.nodeid) if run is not None else None
+        spreads = self.spreads(item.nodeid, run) if run is not None else None
+        where = describe_run(run) if run is not None else "the compared run"
+        failures, warnings = check_gates(figures, self.settings, baseline, spreads, where)
         for note in warnings:
             item.warn(CuzkWarning(note))
         if failures:

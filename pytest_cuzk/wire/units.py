@@ -56,5 +56,8 @@ def parse_thresholds(text: str, metrics: Iterable[str], where: str) -> dict[str,
             raise ValueError(
                 f"Invalid threshold {part!r} from {where}: write METRIC:N% with METRIC one of {choices}"
             )
+        if not limit.strip().endswith("%"):  # a bare 5 could be read as a fraction or an absolute
+            why = f"give the limit in percent ({name.strip()}:{limit.strip() or 5}%)"
+            raise ValueError(f"Invalid threshold {part!r} from {where}: {why}")
         out[name.strip()] = parse_percent(limit, where)
     return out

@@ -164,3 +164,22 @@ def test_an_unreachable_attached_daemon_is_given_up_after_the_first_test(inner):
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*daemon 127.0.0.1-9 (127.0.0.1:9) is out of service: GetStatus*"])
     assert time.monotonic() - start < 30
+
+
+def test_a_failed_gate_shows_its_reason_first_and_the_daemon_log_only_under_v(inner):
+    gate = ("-k", "winning", "--cuzk-batch-sizes=1", "--cuzk-min-throughput=winning:1000000000/h")
+    quiet = inner({"test_prove": PROVE_SOURCE}, *gate)
+    quiet.assert_outcomes(failed=1)
+    out = quiet.stdout.str()
+    reason = out.index("is below the minimum 1e+09/h for winning (--cuzk-min-throughput)")
+    section = out.index("cuzk daemon log")
+    assert reason < section, "the reason comes first"
+    pointer = "kept in *daemon.log (-v shows its last lines here)"
+    quiet.stdout.fnmatch_lines(["*cuzk daemon log*", pointer, "=*"])
+    loud = inner({"test_prove": PROVE_SOURCE}, *gate, "-v")
+    loud.assert_outcomes(failed=1)
+    lines = loud.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("kept in ") and "daemon.log" in line)
+    assert "-v shows" not in lines[start]
+    shown = not lines[start + 1].startswith("=")
+    assert shown or lines[start].endswith("(nothing logged during this test)"), "-v shows the log's tail"

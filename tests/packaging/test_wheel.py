@@ -42,3 +42,10 @@ def test_pyargs_names_the_suite_too(user_venv, tmp_path):
     assert run.returncode == 0, run.stdout[-3000:]
     assert "2 passed" in run.stdout
     assert "  test_server[winning-batch1]: max sustainable " in run.stdout
+
+
+def test_k_selects_a_load_scenario_by_what_its_id_contains(user_venv, tmp_path):
+    select = ("-k", "priority and winning", "--collect-only", "-q")
+    run = _as_a_user(user_venv, tmp_path, "--cuzk-daemon=ref", *select)
+    assert "test_scenarios.py::test_priority[winning-under-porep]" in run.stdout, run.stdout[-2000:]
+    assert "test_prove" not in run.stdout

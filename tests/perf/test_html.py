@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import browser as chromium
@@ -107,8 +109,20 @@ def test_the_ci_templates_upload_the_report_with_the_other_results(template: str
     assert re.search(r"path(s)?: \[?results/", text), "the folder holding them is uploaded"
 
 
-@pytest.mark.parametrize("template", ["github-gpu.yml", "gitlab-gpu.yml"])
-def test_the_ci_templates_install_the_released_plugin_not_the_repository_they_are_copied_into(template: str):
-    text = (Path(__file__).resolve().parents[2] / "ci" / template).read_text()
+@pytest.mark.parametrize(
+    ("template", "linter"),
+    [
+        ("github-gpu.yml", ["actionlint", "-config-file", ".github/actionlint.yaml"]),
+        ("gitlab-gpu.yml", ["check-jsonschema", "--builtin-schema", "vendor.gitlab-ci"]),
+    ],
+)
+def test_the_ci_templates_pass_their_linters_and_install_from_one_variable(template: str, linter: list[str]):
+    root = Path(__file__).resolve().parents[2]
+    tool = Path(sys.executable).parent / linter[0]
+    lint = subprocess.run([tool, *linter[1:], f"ci/{template}"], cwd=root, capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    text = (root / "ci" / template).read_text()
     installs = re.findall(r"pip install (\S+)", text)
-    assert installs == ["pytest-cuzk"], installs
+    assert installs == ['"$PYTEST_CUZK_SPEC"'], "a wheel or a git URL the user sets"
+    assert "once it is on PyPI: pytest-cuzk" in text
+    assert '-k "$CUZK_KINDS"' in text, "kind selection in the command"

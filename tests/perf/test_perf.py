@@ -263,7 +263,9 @@ def test_bad_sizes_and_percentages_are_usage_errors(
     assert code == 2
     assert "percentage '150%' out of range" in err
     assert perf(capsys, url, "recommend", "--ram", "1TiB", "--kind", "bogus")[0] == 2
-    assert parse_fail("throughput:5%, rss_peak:10") == {"throughput": 5.0, "rss_peak": 10.0}
+    assert parse_fail("throughput:5%, rss_peak:10%") == {"throughput": 5.0, "rss_peak": 10.0}
+    code, _, err = perf(capsys, url, "compare", "a", "b", "--fail", "rss_peak:10")
+    assert code == 2 and "give the limit in percent (rss_peak:10%)" in err
     assert parse_percent("15%") == 0.15
 
 

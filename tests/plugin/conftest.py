@@ -45,6 +45,7 @@ def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.Monk
         die_after: int | None = None,
         mode: Mode = "fake",
         plugins: tuple[object, ...] = (),
+        no_reraise_ctrlc: bool = False,
     ) -> tuple[pytest.RunResult, list[FakeDaemon]]:
         not_an_xdist_worker(monkeypatch)
         if files:
@@ -54,7 +55,8 @@ def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.Monk
         )
         # importlib mode: an inner test_prove must not collide with the suite's module of that name
         inner = ("-p", "no:cacheprovider", "--import-mode=importlib", *QUICK_PLAN, *args)
-        result = pytester.runpytest(*inner, plugins=[FakeChoice(daemons, mode), *plugins])
+        fakes = [FakeChoice(daemons, mode), *plugins]
+        result = pytester.runpytest(*inner, plugins=fakes, no_reraise_ctrlc=no_reraise_ctrlc)
         return result, list(daemons)
 
     return run

@@ -163,8 +163,15 @@ def test_a_baseline_without_samples_is_compared_but_never_failed(pytester):
         "rss_peak regressed 15.8% (a peak, compared as measured; baseline 190.0 GiB, now 220.0 GiB; "
         "limit 10%) (--cuzk-compare-fail)"
     ]
-    _, warnings = check_gates(_figures(), settings, None)
-    assert warnings[0].startswith("--cuzk-compare-fail not checked: the compared run has no such test")
+
+
+def test_a_compared_run_without_the_gated_test_fails_it_with_the_fix(pytester):
+    settings = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=throughput:5%"))
+    failures, _ = check_gates(_figures(), settings, None, compared="0001_main.json (build x, saved y)")
+    assert failures == [
+        f"--cuzk-compare-fail: 0001_main.json (build x, saved y) has no {_figures().test}, so it cannot be "
+        "compared: save a baseline that ran this test (the same -k and matrix), or compare with one that did"
+    ]
 
 
 def test_a_figure_missing_for_too_few_proofs_is_not_checked_and_says_why(pytester):
@@ -252,3 +259,58 @@ def test_only_the_compared_builds_runs_on_the_same_host_make_its_spread():
     assert spread.warning(throughput, 27.0) is not None and spread.warning(throughput, 28.0) is None
     assert saved_spread(mine[:2], mine[0], "t", throughput) is None, "two runs say nothing of a spread"
     assert saved_spread(mine, {"machine_info": {}}, "t", throughput) is None, "saved without its build"
+
+
+def _gate_args(tmp_path) -> tuple[str, ...]:
+    storage = tmp_path / "benchmarks"
+    args = (*WINNING, f"--benchmark-storage=file://{storage}", "--cuzk-proofs=10", "--cuzk-max-proofs=10")
+    return (*args, "--cuzk-window=0.001")
+
+
+def test_a_run_that_fails_a_gate_is_not_saved_so_the_regression_fails_every_time(fake_run, tmp_path):
+    args = _gate_args(tmp_path)
+    fast = {"winning": FakeBehaviour(delay_s=0.01)}
+    first, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=main", behaviour=fast)
+    first.assert_outcomes(passed=1)
+    slow = {"winning": FakeBehaviour(delay_s=0.03)}  # a planted regression: three times slower
+    gate = ("--benchmark-autosave", "--benchmark-compare", "--cuzk-compare-fail=throughput:5%")
+    for _ in range(2):
+        result, _ = fake_run({}, *args, *gate, behaviour=slow)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*throughput regressed*",
+                "compared with *0001_main.json (build fake daemon, saved *)",
+                "this run failed or was interrupted: not saved as a baseline ('*'); the saved baseline*",
+            ]
+        )
+        assert [p.name for p in (tmp_path / "benchmarks").glob("*/*.json")] == ["0001_main.json"]
+
+
+def test_an_interrupted_run_is_not_saved(fake_run, tmp_path):
+    interrupt = "def test_zz_interrupt():\n    raise KeyboardInterrupt\n"
+    sources = {"test_prove": PROVE_SOURCE, "test_zz": interrupt}
+    args = (*_gate_args(tmp_path), "--benchmark-save=main", "-k", "winning or zz")
+    result, _ = fake_run(sources, *args, no_reraise_ctrlc=True)  # a Ctrl-C in the last test
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert not list((tmp_path / "benchmarks").glob("*/*.json"))
+    result.stdout.fnmatch_lines(["*not saved as a baseline ('main')*"])
+
+
+def test_a_relative_gate_with_nothing_to_compare_with_is_a_usage_error(fake_run, tmp_path):
+    gate = "--cuzk-compare-fail=throughput:5%"
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *_gate_args(tmp_path), gate)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--cuzk-compare-fail needs a run to compare with: pass --benchmark-compare=NAME*--cuzk-baseline*"]
+    )
+
+
+def test_a_compare_that_names_no_saved_run_is_a_usage_error_listing_the_saved_ones(fake_run, tmp_path):
+    args = _gate_args(tmp_path)
+    fake_run({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=main")[0].assert_outcomes(passed=1)
+    gate = ("--benchmark-compare=0099", "--cuzk-compare-fail=throughput:5%")
+    result, _ = fake_run({}, *args, *gate)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--benchmark-compare=0099 names no saved run in *(saved: 0001_main)*"])
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")

@@ -34,6 +34,7 @@ def text(element) -> str:
 
 def test_the_report_shows_each_case_why_one_failed_and_what_did_not_run(fake_run, tmp_path, browser):
     page = tmp_path / "out" / "report.html"
+    page.parent.mkdir()
     gate = "--cuzk-min-throughput=winning:1000000000/h"
     behaviour = {"snap": FakeBehaviour(fail="out of GPU memory")}
     result, _ = fake_run(
@@ -106,3 +107,23 @@ def test_a_directory_is_not_a_report_path(fake_run, tmp_path):
     result, _ = fake_run({}, f"--cuzk-html={tmp_path}")
     assert result.ret == 4
     result.stderr.fnmatch_lines([f"*--cuzk-html {tmp_path} is a directory: give a file, e.g.*"])
+
+
+def test_a_report_path_in_no_directory_is_a_usage_error_and_creates_none(fake_run, tmp_path):
+    page = tmp_path / "typo" / "dir" / "r.html"
+    result, _ = fake_run({}, f"--cuzk-html={page}")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([f"*--cuzk-html {page}: the directory {page.parent} does not exist*"])
+    assert not (tmp_path / "typo").exists()
+
+
+def test_the_report_names_the_baseline_it_compared_with(fake_run, tmp_path):
+    storage = f"--benchmark-storage=file://{tmp_path / 'benchmarks'}"
+    args = ("-k", "winning", "--cuzk-batch-sizes=1", storage, "--cuzk-window=0.001")
+    fake_run({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=main")[0].assert_outcomes(passed=1)
+    page = tmp_path / "report.html"
+    gate = ("--benchmark-compare=*_main", "--cuzk-compare-fail=throughput:900%", f"--cuzk-html={page}")
+    fake_run({}, *args, *gate)[0].assert_outcomes(passed=1)
+    html = page.read_text()
+    assert "<dt>baseline</dt>" in html
+    assert "0001_main.json (build fake daemon, saved " in html

@@ -46,6 +46,27 @@ def test_a_bad_option_is_a_usage_error_naming_it(pytester, args, says):
     result.stderr.fnmatch_lines([f"ERROR: {says}"])
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["--cuzk-daemon=spawn"],
+            "--cuzk-daemon=spawn needs a cuzk binary: pass --cuzk-binary PATH or put cuzk-daemon on PATH",
+        ),
+        (["--cuzk-daemon=spawn", "--cuzk-binary="], "--cuzk-binary is empty (from option --cuzk-binary)*"),
+        (["--cuzk-daemon=spawn", "--benchmark-compare"], "--cuzk-daemon=spawn needs a cuzk binary*"),
+    ],
+)
+def test_a_missing_binary_is_one_line_at_configure_time(pytester, monkeypatch, args, says):
+    monkeypatch.setenv("PATH", str(pytester.path))  # no cuzk-daemon on it
+    result = _usage(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in result.stderr.lines if line.strip()] == [result.stderr.lines[0]], "one line"
+    result.stderr.fnmatch_lines([f"ERROR: {says}"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
 def test_a_postgresql_results_db_without_its_driver_is_a_usage_error(pytester, monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as where only pytest-cuzk is installed
     result = _usage(pytester, "--cuzk-results-db=postgresql://u@127.0.0.1/db")

@@ -1,0 +1,118 @@
+"""The run a relative gate compares with: there before any daemon starts, named, and never a failed run.
+
+A gate that compares with nothing is a gate that is off, so ``--cuzk-compare-fail`` with no
+run to compare with, and a ``--benchmark-compare`` that names no saved run, stop the run as
+usage errors. A run that failed (a gate, a proof, or Ctrl-C) is not saved by
+``--benchmark-save`` or ``--benchmark-autosave``: saved, it would be the next run's baseline,
+and the same regression would pass against itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.core import compat
+from pytest_cuzk.core.compat import SavedRun
+from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.verdicts.runspread import saved_runs_beside
+
+__all__ = ["PLUGIN", "Baseline", "compared_with", "describe_run", "load_baseline"]
+
+PLUGIN = "cuzk_baseline"
+
+
+def load_baseline(path: Path) -> SavedRun:
+    """A pytest-benchmark JSON file's run (``--cuzk-baseline``)."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("benchmarks", []), list):
+            raise ValueError("not a pytest-benchmark run (no list of benchmarks)")
+        return SavedRun(str(path), data)
+    except (OSError, ValueError) as exc:
+        raise CuzkError(
+            f"cannot read --cuzk-baseline {path}: {exc}; pass a JSON file written by --benchmark-json "
+            "or --benchmark-save"
+        ) from exc
+
+
+def describe_run(run: SavedRun) -> str:
+    """``FILE (build ..., saved DATE)``: which run a comparison was made with."""
+    info = run.data.get("machine_info")
+    cuzk = info.get("cuzk") if isinstance(info, Mapping) else None
+    build = cuzk.get("daemon") if isinstance(cuzk, Mapping) else None
+    when = str(run.data.get("datetime") or "date unknown").replace("T", " ").partition(".")[0]
+    return f"{run.path} (build {build or 'unknown'}, saved {when})"
+
+
+class Baseline:
+    """The compared run of a run that asked for cuzk, and the guard that keeps failed runs out of storage."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        """Read ``--cuzk-baseline`` now, so a bad file stops the run before any daemon starts."""
+        self.config = config
+        self.settings = settings
+        self.file = load_baseline(settings.baseline) if settings.baseline else None
+        self.unsaved: str | None = None  # the name a failed run would have been saved under
+        if settings.compare_fail and self.file is None and not compat.compare_asked(config):
+            raise CuzkError(
+                "--cuzk-compare-fail needs a run to compare with: pass --benchmark-compare=NAME (a run "
+                "saved with --benchmark-save=NAME) or --cuzk-baseline FILE"
+            )
+
+    def run(self) -> SavedRun | None:
+        """``--cuzk-baseline``, else the newest run ``--benchmark-compare`` loaded."""
+        runs = compat.compared_runs(self.config)
+        return self.file or (runs[-1] if runs else None)
+
+    def runs_beside(self) -> list[dict[str, Any]]:
+        """Every saved run beside the compared one (for the spread of its build on this host)."""
+        if self.file is not None:
+            return list(saved_runs_beside(Path(self.file.path)))
+        return [run.data for run in compat.saved_runs(self.config)]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """pytest-benchmark has loaded the compared runs by now: one that names none is a usage error."""
+        asked = compat.compare_asked(self.config)
+        if self.file is not None or asked is None or compat.compared_runs(self.config):
+            return
+        if not (self.settings.compare_fail or isinstance(asked, str)):
+            return  # a bare --benchmark-compare with nothing saved yet, and no gate on it
+        saved = [Path(run.path).stem for run in compat.saved_runs(self.config)]
+        what = "--benchmark-compare" + (f"={asked}" if isinstance(asked, str) else "")
+        raise pytest.UsageError(
+            f"{what} names no saved run in {compat.storage_name(self.config)} "
+            f"(saved: {', '.join(saved) or 'none'}): save the baseline first with --benchmark-save=NAME "
+            "and compare with --benchmark-compare='*_NAME', or pass --cuzk-baseline FILE"
+        )
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
+        """Before pytest-benchmark saves: a run that failed or was interrupted is no baseline."""
+        if exitstatus != pytest.ExitCode.OK:
+            self.unsaved = compat.keep_from_storage(self.config)
+        return (yield)
+
+    def lines(self) -> list[str]:
+        """What the summary says of the baseline: the run compared with, and a save refused."""
+        run = self.run()
+        lines = [f"compared with {describe_run(run)}"] if run is not None else []
+        if self.unsaved:
+            lines.append(
+                f"this run failed or was interrupted: not saved as a baseline ({self.unsaved!r}); "
+                "the saved baseline stays as it was"
+            )
+        return lines
+
+
+def compared_with(config: pytest.Config) -> Baseline | None:
+    """The run's ``Baseline`` plugin, where the run asked for cuzk."""
+    plugin = config.pluginmanager.get_plugin(PLUGIN)
+    return plugin if isinstance(plugin, Baseline) else None
