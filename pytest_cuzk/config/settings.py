@@ -7,6 +7,7 @@ then ini, then the default. Parsers take ``where`` so a bad value names its sour
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -172,6 +173,8 @@ def _float(text: Any, where: str) -> float:
         value = float(text)
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"Invalid number {text!r} from {where}") from exc
+    if not math.isfinite(value):  # nan passes every comparison, inf waits forever: neither is a bound
+        raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be a finite number above 0")
     if value <= 0:
         raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be above 0")
     return value

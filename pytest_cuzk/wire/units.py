@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 
@@ -40,6 +41,8 @@ def parse_percent(text: str, where: str) -> float:
         value = float(str(text).strip().removesuffix("%"))
     except ValueError:
         raise ValueError(f"Invalid percentage {text!r} from {where}: write it like 15%") from None
+    if not math.isfinite(value):
+        raise ValueError(f"Invalid percentage {text!r} from {where}: write a finite number like 15%")
     if value < 0:
         raise ValueError(f"Invalid percentage {text!r} from {where}: it cannot be negative")
     return value
