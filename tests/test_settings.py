@@ -127,14 +127,16 @@ DECIMAL_OPTIONS = [opt.flag for opt in OPTIONS if opt.kind == "float"]
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e999"])
 @pytest.mark.parametrize("flag", DECIMAL_OPTIONS)
 def test_every_decimal_option_is_refused_unless_finite(pytester, flag, value):
-    """nan passes every comparison (a timeout that never fires); inf is no bound either."""
-    with pytest.raises(pytest.UsageError, match=f"Invalid number '{value}' from option {flag}: must be a finite"):
+    """A nan passes every comparison (a timeout that never fires); inf is no bound either."""
+    message = f"Invalid number '{value}' from option {flag}: must be a finite"
+    with pytest.raises(pytest.UsageError, match=message):
         resolve_settings(pytester.parseconfig(f"{flag}={value}"))
 
 
 @pytest.mark.parametrize("value", ["nan", "inf"])
 def test_a_percentage_is_refused_unless_finite(pytester, value):
-    with pytest.raises(pytest.UsageError, match=f"Invalid percentage '{value}%' from option --cuzk-compare-fail"):
+    message = f"Invalid percentage '{value}%' from option --cuzk-compare-fail"
+    with pytest.raises(pytest.UsageError, match=message):
         resolve_settings(pytester.parseconfig(f"--cuzk-compare-fail=throughput:{value}%"))
 
 
