@@ -6,10 +6,19 @@ import math
 import re
 from collections.abc import Iterable
 
-__all__ = ["GIB", "MIB", "format_bytes", "parse_percent", "parse_size", "parse_thresholds"]
+__all__ = [
+    "GIB",
+    "MAX_MESSAGE_BYTES",
+    "MIB",
+    "format_bytes",
+    "parse_percent",
+    "parse_size",
+    "parse_thresholds",
+]
 
 MIB = 1 << 20
 GIB = 1 << 30
+MAX_MESSAGE_BYTES = 128 * MIB  # cuzk-daemon's (tonic's) decode and encode limit: the largest request
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
 _UNITS = {"b": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20, "gb": 10**9, "gib": 2**30}

@@ -15,8 +15,18 @@ import json
 from pathlib import Path
 
 from .files import atomic_write
+from .units import MAX_MESSAGE_BYTES
 
-__all__ = ["format_problem", "read_vanilla_proofs", "write_vanilla_proofs"]
+__all__ = ["format_problem", "largest_file", "read_vanilla_proofs", "write_vanilla_proofs"]
+
+
+def largest_file(kind: str) -> int:
+    """The most bytes a data file of ``kind`` can have and still fit in a request cuzk accepts.
+
+    PoRep's C1 wrapper is sent whole; a JSON array of base64 proofs carries 3 bytes in 4, and
+    its punctuation is allowed for.
+    """
+    return MAX_MESSAGE_BYTES if kind == "porep" else MAX_MESSAGE_BYTES * 3 // 2
 
 
 def read_vanilla_proofs(path: Path) -> list[bytes]:
