@@ -80,17 +80,15 @@ class CuzkSession:
     @property
     def choice(self) -> DaemonChoice:
         """The daemons under test, chosen on first use (``auto`` probes ``--cuzk-addr`` once)."""
-        if self._choice_failed is not None:
-            raise self._choice_failed
-        if self._choice is None:
+        if self._choice is None and self._choice_failed is None:
             try:
                 self._choice = self.config.hook.pytest_cuzk_make_backends(
                     config=self.config, settings=self.settings, workspace=self.workspace
                 )
             except CuzkError as exc:
                 self._choice_failed = exc
-                raise
-        assert self._choice is not None, "the built-in pytest_cuzk_make_backends always answers"
+        if self._choice is None:
+            raise self._choice_failed or AssertionError("the built-in pytest_cuzk_make_backends answers")
         return self._choice
 
     @property
