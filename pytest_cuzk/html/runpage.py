@@ -19,6 +19,7 @@ from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.measure.ledger import series_name
 
 from ..backends.protocol import ColdStart
+from ..wire.redact import redact
 from ..wire.units import format_bytes
 from .charts import cold_timeline, latency_chart, memory_chart, scenario_chart, windows_chart
 from .outcomes import Outcomes, TestEntry
@@ -168,7 +169,7 @@ def run_page(
         "counts": counts,
         "started": started,
         "duration_s": duration_s,
-        "command": shlex.join(["pytest", *config.invocation_params.args]),
+        "command": redact(shlex.join(["pytest", *config.invocation_params.args])),
         "workers": getattr(config.option, "numprocesses", None) or 0,
         "mode": mode,
         "daemons": daemons,
