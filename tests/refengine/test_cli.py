@@ -330,7 +330,7 @@ def test_a_failed_requests_payload_is_dropped_at_once(
             request = ref_data.request("porep")
             request.request_id = f"garbage-{n}"
             request.vanilla_proof = bytes([n + 1]) * (60 << 20)
-            stub.SubmitProof(request, timeout=30)
+            stub.SubmitProof(request, timeout=120)
             answer = stub.AwaitProof(
                 pb.AwaitProofRequest(job_id=request.request_id, timeout_ms=30_000), timeout=40
             )
