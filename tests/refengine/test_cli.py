@@ -332,7 +332,7 @@ def test_a_failed_requests_payload_is_dropped_at_once(
             request.vanilla_proof = bytes([n + 1]) * (60 << 20)
             stub.SubmitProof(request, timeout=120)
             answer = stub.AwaitProof(
-                pb.AwaitProofRequest(job_id=request.request_id, timeout_ms=30_000), timeout=40
+                pb.AwaitProofRequest(job_id=request.request_id, timeout_ms=120_000), timeout=130
             )
             assert answer.status == pb.AwaitProofResponse.FAILED, answer
             rss.append(process.memory_info().rss)
