@@ -22,6 +22,7 @@ import pytest
 from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
 from pytest_cuzk.core import transport
+from pytest_cuzk.core.errors import CuzkError
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.readiness import Readiness
@@ -62,6 +63,7 @@ class CuzkSession:
         self.known: list[tuple[str, str]] = []  # (nodeid, why) of cases failing with a known engine bug
         self.interrupted = False
         self._choice: DaemonChoice | None = None
+        self._choice_failed: CuzkError | None = None  # raised again, not probed again, by each module
         self._data: dict[Path | None, TestData] = {}
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
@@ -79,11 +81,15 @@ class CuzkSession:
     @property
     def choice(self) -> DaemonChoice:
         """The daemons under test, chosen on first use (``auto`` probes ``--cuzk-addr`` once)."""
+        if self._choice is None and self._choice_failed is None:
+            try:
+                self._choice = self.config.hook.pytest_cuzk_make_backends(
+                    config=self.config, settings=self.settings, workspace=self.workspace
+                )
+            except CuzkError as exc:
+                self._choice_failed = exc
         if self._choice is None:
-            self._choice = self.config.hook.pytest_cuzk_make_backends(
-                config=self.config, settings=self.settings, workspace=self.workspace
-            )
-        assert self._choice is not None, "the built-in pytest_cuzk_make_backends always answers"
+            raise self._choice_failed or AssertionError("the built-in pytest_cuzk_make_backends answers")
         return self._choice
 
     @property

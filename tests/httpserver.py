@@ -1,9 +1,11 @@
 """A small real HTTP server on 127.0.0.1 for download tests.
 
 Serves in-memory files with Range, ETag and If-Range support, and can misbehave on
-purpose: answer 404, cut the connection after N bytes, ignore Range, leave out
-Content-Length or the ETag, send slowly, or trickle a byte at a time. Every request
-is recorded so tests can assert what the client sent.
+purpose: answer 404, cut the connection after N bytes, ignore Range, honour Range but
+ignore If-Range, leave out Content-Length or the ETag, announce a length it does not
+send, send slowly, trickle a byte at a time (the body, or the headers too), or serve a
+huge body made on the fly. Every request is recorded so tests can assert what the
+client sent.
 
     with FileServer() as server:
         url = server.add("/c1.json", payload)
@@ -47,6 +49,10 @@ class _Rules:
     no_length: bool = False  # close-delimited bodies, as HTTP/1.0 allows
     no_etag: bool = False
     trickle_s: float = 0.0  # one byte, then this pause, over and over
+    trickle_headers: bool = False  # the status line and headers trickle too
+    ignore_if_range: bool = False  # a Range is served from whatever the file is now
+    length: int | None = None  # the Content-Length to announce instead of the true one
+    huge: dict[str, int] = field(default_factory=dict)  # path -> bytes of zeros, made as they are sent
 
 
 class FileServer:
@@ -103,6 +109,23 @@ class FileServer:
         """Send the body a byte at a time, ``pause_s`` apart: never stalled, never done."""
         self.rules.trickle_s = pause_s
 
+    def trickle_headers(self, pause_s: float) -> None:
+        """Send the status line and headers a byte at a time, ``pause_s`` apart (then the body, likewise)."""
+        self.rules.trickle_s, self.rules.trickle_headers = pause_s, True
+
+    def ignore_if_range(self) -> None:
+        """Serve a Range from the file as it is now, whatever If-Range says: the splicing server."""
+        self.rules.ignore_if_range = True
+
+    def announce(self, length: int) -> None:
+        """Send ``Content-Length: length`` whatever the body is."""
+        self.rules.length = length
+
+    def add_huge(self, path: str, size: int) -> str:
+        """Serve ``size`` zero bytes at ``path``, made as they are sent (a body no test holds)."""
+        self.rules.huge[path] = size
+        return self.url(path)
+
     def slow(self, delay_s: float) -> None:
         """Sleep ``delay_s`` before each 64 KiB chunk, to keep a transfer in flight."""
         self.rules.delay_s = delay_s
@@ -137,6 +160,9 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             server.record(Request("GET", self.path, dict(self.headers.items())))
             rules = server.rules
+            if self.path in rules.huge:
+                self._send_huge(rules.huge[self.path])
+                return
             data = rules.files.get(self.path)
             if data is None:
                 self.send_error(404)
@@ -144,7 +170,7 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
             etag = f'"{hashlib.sha1(data).hexdigest()}"'
             start = _range_start(self.headers.get("Range")) if not rules.ignore_range else None
             if_range = self.headers.get("If-Range")
-            if start is not None and if_range is not None and if_range != etag:
+            if start is not None and if_range is not None and if_range != etag and not rules.ignore_if_range:
                 start = None  # the file changed since the client's part: the whole new one
             if start is not None and start >= len(data):
                 self.send_error(416)
@@ -152,7 +178,7 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
             body = data[start or 0 :]
             self.send_response(200 if start is None else 206)
             if not rules.no_length:
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(body) if rules.length is None else rules.length))
             if not rules.no_etag:
                 self.send_header("ETag", etag)
             self.send_header("Accept-Ranges", "none" if rules.ignore_range else "bytes")
@@ -164,6 +190,27 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
             self._send(body[:limit], rules.delay_s, rules.trickle_s)
             if limit < len(body) and self.path in rules.after_cut:
                 rules.files[self.path] = rules.after_cut.pop(self.path)
+            self.close_connection = True
+
+        def end_headers(self) -> None:
+            if not server.rules.trickle_headers:
+                super().end_headers()
+                return
+            self._headers_buffer.append(b"\r\n")
+            head, self._headers_buffer = b"".join(self._headers_buffer), []
+            self._send(head, 0.0, server.rules.trickle_s)
+
+        def _send_huge(self, size: int) -> None:
+            self.send_response(200)
+            if not server.rules.no_length:
+                self.send_header("Content-Length", str(size))
+            self.end_headers()
+            zeros = bytes(CHUNK)
+            try:
+                for offset in range(0, size, CHUNK):
+                    self.wfile.write(zeros[: min(CHUNK, size - offset)])
+            except (BrokenPipeError, ConnectionResetError):
+                pass
             self.close_connection = True
 
         def _send(self, body: bytes, delay_s: float, trickle_s: float) -> None:

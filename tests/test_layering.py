@@ -156,7 +156,7 @@ def test_no_hand_written_module_is_over_400_lines():
 
 
 def test_test_modules_have_unique_names():
-    """pytest's default import mode keys a test module by its file name alone: two alike stop collection."""
+    """The default import mode keys a test module by its file name alone: two alike stop collection."""
     tests = Path(__file__).resolve().parent
     seen: dict[str, list[str]] = {}
     for path in tests.rglob("test_*.py"):

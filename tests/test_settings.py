@@ -122,3 +122,28 @@ def test_a_bound_under_load_allows_for_the_background_proofs_ahead():
     assert under_load.describe(2.8) == (
         "the idle p50 + 3 background proofs' idle p50 = 2.80 s (the reference-engine default)"
     )
+
+
+DECIMAL_OPTIONS = [opt.flag for opt in OPTIONS if opt.kind == "float"]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e999"])
+@pytest.mark.parametrize("flag", DECIMAL_OPTIONS)
+def test_every_decimal_option_is_refused_unless_finite(pytester, flag, value):
+    """A nan passes every comparison (a timeout that never fires); inf is no bound either."""
+    message = f"Invalid number '{value}' from option {flag}: must be a finite"
+    with pytest.raises(pytest.UsageError, match=message):
+        resolve_settings(pytester.parseconfig(f"{flag}={value}"))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_percentage_is_refused_unless_finite(pytester, value):
+    message = f"Invalid percentage '{value}%' from option --cuzk-compare-fail"
+    with pytest.raises(pytest.UsageError, match=message):
+        resolve_settings(pytester.parseconfig(f"--cuzk-compare-fail=throughput:{value}%"))
+
+
+def test_a_nan_timeout_stops_a_real_run_before_any_daemon_starts(pytester):
+    result = pytester.runpytest_subprocess("--cuzk-daemon=ref", "--cuzk-start-timeout=nan", timeout=60)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*Invalid number 'nan' from option --cuzk-start-timeout: must be a finite*"])

@@ -1,20 +1,22 @@
 """Which daemons a run tests: ``--cuzk-daemon`` resolved to backends, with the reason for the header.
 
 ``auto`` attaches when a daemon answers at ``--cuzk-addr``, else spawns a cuzk binary
-(``--cuzk-binary``, else ``cuzk-daemon`` or ``cuzk`` on PATH), else the reference engine.
+(``--cuzk-binary``, else ``cuzk-daemon`` or ``cuzk`` on PATH), else the reference engine; it
+falls back only when nothing listens there, and fails when something else does.
 This is the built-in ``pytest_cuzk_make_backends``; another plugin can answer first.
 """
 
 from __future__ import annotations
 
 import shutil
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_cuzk.config.settings import THIS_DAEMON, Settings, daemon_value
 from pytest_cuzk.core.errors import CuzkError
 
-from ..wire.addresses import label_from_address
+from ..wire.addresses import label_from_address, parse_address
 from .protocol import DaemonBackend, Mode
 from .workspace import Workspace
 
@@ -58,16 +60,49 @@ def spawn_binary(settings: Settings) -> Path:
     return found
 
 
-def _answers(address: str, timeout_s: float) -> bool:
-    """One GetStatus: a closed port is refused at once, so the probe costs nothing when no one listens."""
+def _listens(address: str, timeout_s: float) -> bool:
+    """Whether anything accepts a connection at ``address``: refused, or no socket file, is no one."""
+    where = parse_address(address)
+    try:
+        if where.port is not None:
+            socket.create_connection((where.host, where.port), timeout=timeout_s).close()
+        else:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(timeout_s)
+                sock.connect(str(where.socket_path))  # a unix socket
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except OSError as exc:
+        raise CuzkError(
+            f"--cuzk-daemon=auto: cannot connect to {address} ({exc}); start the daemon there, "
+            "or pass another --cuzk-addr or --cuzk-daemon=ref"
+        ) from exc
+    return True
+
+
+def _attachable(address: str, timeout_s: float) -> bool:
+    """False only when nothing listens at ``address``; something there that is not a cuzk daemon fails.
+
+    Falling back to the reference engine then would test the wrong engine and go green: a hung
+    daemon (accepts, never answers), a web server or another gRPC service at the address.
+    """
+    from pytest_cuzk.core.errors import NotCuzkServer, RpcError
     from pytest_cuzk.daemon.client import ProvingClient
 
+    if not _listens(address, timeout_s):
+        return False
+    rest = "not falling back to the reference engine (pass another --cuzk-addr, or --cuzk-daemon=ref)"
     try:
         with ProvingClient(address) as client:
-            client.status(timeout=timeout_s)
-        return True
-    except (CuzkError, ValueError):
-        return False
+            client.wait_ready(timeout_s)
+    except NotCuzkServer as exc:
+        raise CuzkError(f"--cuzk-daemon=auto: {exc}; {rest}") from exc
+    except RpcError as exc:
+        raise CuzkError(
+            f"--cuzk-daemon=auto: {address} accepts connections but its GetStatus got no answer "
+            f"({exc.details}); a hung daemon looks like this: restart it; {rest}"
+        ) from exc
+    return True
 
 
 def choose(settings: Settings, workspace: Workspace) -> DaemonChoice:
@@ -79,7 +114,7 @@ def choose(settings: Settings, workspace: Workspace) -> DaemonChoice:
         return _reference(s, workspace, "--cuzk-daemon=ref")
     if s.daemon == "spawn":
         return _spawned(s, workspace, spawn_binary(s), "--cuzk-daemon=spawn")
-    if _answers(s.addr, 1.0):
+    if _attachable(s.addr, s.probe_timeout):
         return _attached(s, (s.addr,), f"a daemon answers at {s.addr}")
     found = find_binary(s.binary)
     if found:

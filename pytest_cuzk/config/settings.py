@@ -7,6 +7,7 @@ then ini, then the default. Parsers take ``where`` so a bad value names its sour
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -24,6 +25,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 from pytest_cuzk.config.options import OPTIONS, REF_PRESETS, option_value
 from pytest_cuzk.config.slo import Slo, parse_slo
 from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
+from pytest_cuzk.wire.redact import redact
 from pytest_cuzk.wire.units import parse_size, parse_thresholds
 
 __all__ = ["THIS_DAEMON", "Settings", "check_paths", "daemon_value", "resolve_settings"]
@@ -78,7 +80,7 @@ class Settings:
     labels: dict[str, str] = field(default_factory=dict)
     host_ids: dict[str, str] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
-    results_db: str | None = None
+    results_db: str | None = field(default=None, repr=False)  # a DSN may hold a password
     slo: dict[str, Slo] = field(default_factory=dict)  # --cuzk-slo by kind; the engine's default elsewhere
     scenario_budget: float = 60.0
     background_in_flight: int = 9
@@ -174,6 +176,8 @@ def _float(text: Any, where: str) -> float:
         value = float(text)
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"Invalid number {text!r} from {where}") from exc
+    if not math.isfinite(value):  # nan passes every comparison, inf waits forever: neither is a bound
+        raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be a finite number above 0")
     if value <= 0:
         raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be above 0")
     return value
@@ -249,12 +253,13 @@ def _results_db(value: Any, where: str) -> str:
         try:
             normalize_url(text)
         except (ValueError, ArgumentError) as exc:  # a driver it lacks; a URL SQLAlchemy cannot parse
-            raise pytest.UsageError(f"Invalid results database {text!r} from {where}: {exc}") from None
+            problem = redact(f"Invalid results database {text!r} from {where}: {exc}")
+            raise pytest.UsageError(problem) from None
         return text
     if text == "default" or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
         return text
     raise pytest.UsageError(
-        f"Invalid results database {text!r} from {where}: use default, a SQLAlchemy URL "
+        f"Invalid results database {redact(text)!r} from {where}: use default, a SQLAlchemy URL "
         "(sqlite:///FILE, postgresql://USER@HOST/DB) or the path of a SQLite file (ending in .db)"
     )
 

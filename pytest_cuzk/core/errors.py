@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_cuzk.wire.redact import redact
+
 if TYPE_CHECKING:
     import grpc
 
@@ -220,8 +222,8 @@ class DataUnavailable(CuzkError):
         self, kind: str, file: str, manifest: object, entry_key: str, reason: str, hint: str
     ) -> None:
         self.kind, self.file, self.manifest, self.entry_key = kind, file, manifest, entry_key
-        self.reason, self.hint = reason, hint
-        super().__init__(f"{kind} data {file} ({manifest} [{entry_key}]): {reason}. {hint}")
+        self.reason, self.hint = redact(reason), redact(hint)  # they name the URLs data comes from
+        super().__init__(f"{kind} data {file} ({manifest} [{entry_key}]): {self.reason}. {self.hint}")
 
 
 class ManifestError(CuzkError, ValueError):

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import requests
 
+from pytest_cuzk.wire.redact import redact
+
 __all__ = ["StatusMemory", "StatusPoller", "status_url"]
 
 POLL_S = 1.0
@@ -29,7 +31,7 @@ def status_url(address: str) -> str:
 class StatusMemory:
     """The highest ``memory.used_bytes`` the daemon reported, its budget, and why there is none."""
 
-    url: str
+    url: str  # redacted: it is shown
     used_peak_bytes: int | None
     total_bytes: int | None
     polls: int
@@ -57,7 +59,7 @@ class StatusPoller:
         self._thread.join(TIMEOUT_S + 1)
         self._poll()  # one last look: the case's peak may have come after the last tick
         error = None if self._peak is not None else self._error or "no memory figures in its answers"
-        return StatusMemory(self.url, self._peak, self._total, self._polls, error)
+        return StatusMemory(redact(self.url), self._peak, self._total, self._polls, error)
 
     def _run(self) -> None:
         while True:
@@ -71,7 +73,7 @@ class StatusPoller:
             reply.raise_for_status()
             memory = reply.json().get("memory") or {}
         except (requests.RequestException, ValueError, AttributeError) as exc:
-            self._error = f"{self.url}: {exc}"
+            self._error = redact(f"{self.url}: {exc}")
             return
         self._polls += 1
         used, total = memory.get("used_bytes"), memory.get("total_bytes")

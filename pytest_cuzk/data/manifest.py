@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from pytest_cuzk.core.errors import ManifestError
 from pytest_cuzk.data.inputs import BYTES_FIELDS, INT_FIELDS
 from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
+from pytest_cuzk.wire.redact import redact
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -143,7 +144,7 @@ def _parse_entry(path: Path, name: str, table: Any, key: str) -> DataEntry:
 
 
 def _error(path: Path, key: str, problem: str) -> ManifestError:
-    return ManifestError(f"{path}: {key}: {problem}" if key else f"{path}: {problem}")
+    return ManifestError(redact(f"{path}: {key}: {problem}" if key else f"{path}: {problem}"))
 
 
 def _is_plain_relative(file: str) -> bool:

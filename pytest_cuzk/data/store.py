@@ -18,16 +18,16 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import requests
 from filelock import FileLock
 
 from pytest_cuzk.core.errors import DataUnavailable
 from pytest_cuzk.core.progress import Progress, StatusLine
-from pytest_cuzk.data.download import Failed, Retry, Transfer, forget_part
+from pytest_cuzk.data.download import Deadline, Failed, Retry, Transfer, forget_part, session
 from pytest_cuzk.data.manifest import DataEntry, Manifest
 from pytest_cuzk.wire.files import atomic_write, file_sha256
 from pytest_cuzk.wire.kinds import by_name
-from pytest_cuzk.wire.vanilla import format_problem
+from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.wire.vanilla import format_problem, largest_file
 
 __all__ = ["DataStore"]
 
@@ -106,9 +106,10 @@ class DataStore:
         """None when the cached copy is good; else why there is none (a bad copy is moved aside)."""
         pin = _read_json(_pin_path(cached))
         stale = None
-        if pin is not None and entry.sha256 is None and pin.get("url") != entry.url:
+        url = redact(entry.url or "")  # a pin keeps no password: it is compared as it is shown
+        if pin is not None and entry.sha256 is None and pin.get("url") != url:
             _pin_path(cached).unlink()
-            stale = f"came from {pin.get('url')}, but the manifest now says {entry.url}"
+            stale = f"came from {pin.get('url')}, but the manifest now says {url}"
         if not cached.is_file():
             return f"not found at {manifest.dir / entry.file} nor at {cached}"
         expected = self._expected(entry, cached)
@@ -160,22 +161,24 @@ class DataStore:
     def _pin(self, path: Path, entry: DataEntry, manifest: Manifest, sha: str) -> None:
         """Trust on first use: record the sha256 later runs are held to, and say so now."""
         pin = _pin_path(path)
-        _write_json(pin, {"sha256": sha, "size": path.stat().st_size, "url": entry.url})
+        _write_json(pin, {"sha256": sha, "size": path.stat().st_size, "url": redact(entry.url or "")})
         message = (
             f"{entry.file}: {manifest.path} [{entry.entry_key}] has no sha256; trusting it on first use: "
             f'recorded sha256 {sha} in {pin} and later runs must match it (add sha256 = "{sha}" to the '
             "manifest to pin it for everyone)"
         )
-        self.say(f"cuzk: {message}")
+        self.say(redact(f"cuzk: {message}"))
         self._note(message)
 
     def _download(self, entry: DataEntry, manifest: Manifest, dest: Path, url: str) -> Path:
+        """Download under one deadline for all attempts; a body is bounded by what a request can carry."""
         part = dest.with_name(dest.name + ".part")
+        limit = entry.size if entry.size is not None else largest_file(entry.kind)
         failure = ""
-        with requests.Session() as session:
+        with session() as http, Deadline(self.transfer.deadline_s) as deadline:
             for _ in range(ATTEMPTS):
                 try:
-                    announced = self.transfer.fetch(session, url, entry.file, part)
+                    announced = self.transfer.fetch(http, url, entry.file, part, deadline, limit, entry.size)
                     return self._place(part, dest, entry, manifest, announced)
                 except Retry as exc:
                     failure = str(exc)
@@ -190,18 +193,21 @@ class DataStore:
         """Check the ``.part`` against size, sha256 or (with neither pinned) its format; rename it into place.
 
         A file whose sha256 nothing pins is trusted on first use only when the server said how
-        long it is and it parses as its kind's format: a cut transfer is never pinned.
+        long it is and it parses as its kind's format: a cut transfer is never pinned. What
+        fails here fails at once: fetching the same bytes again would not help.
         """
         got = file_sha256(part)
         sha, source = self._expected(entry, dest)
         size = part.stat().st_size
+        fix = f"if {entry.url} changed on purpose, update {source}"
         if entry.size is not None and size != entry.size:
             problem = f"{entry.url} gave {size} bytes, but {entry.entry_key}.size says {entry.size}"
+            fix = f"if {entry.url} changed on purpose, update {entry.entry_key}.size"
         elif sha is not None and got != sha:
             problem = f"{entry.url} gave a file with sha256 {got}, but {source} says {sha}"
         elif sha is None and (why := self._untrusted(part, entry, announced)):
-            forget_part(part)
-            raise Retry(f"{entry.url} gave {size} bytes that cannot be trusted: {why}")
+            problem = f"{entry.url} gave {size} bytes that cannot be trusted: {why}"
+            fix = f"pin its sha256 or size in [{entry.entry_key}] of {manifest.path}"
         else:
             os.replace(part, dest)
             forget_part(part)
@@ -211,14 +217,13 @@ class DataStore:
                 self._pin(dest, entry, manifest, got)
             return dest
         forget_part(part)
-        hint = f"the file was not used; if {entry.url} changed on purpose, update {source}"
-        raise self._unavailable(entry, manifest, problem, hint)
+        raise self._unavailable(entry, manifest, problem, f"the file was not used; {fix}")
 
     @staticmethod
     def _untrusted(part: Path, entry: DataEntry, announced: int | None) -> str | None:
         if announced is None and entry.size is None:
             return "the server sent no Content-Length (pin sha256 or size in the manifest)"
-        return format_problem(entry.kind, part.read_bytes())
+        return format_problem(entry.kind, part.read_bytes())  # at most largest_file(kind) bytes
 
     def _hint(self, entry: DataEntry, manifest: Manifest) -> str:
         if manifest.engine and manifest.engine.get("name") == "cuzk-ref":
@@ -238,6 +243,7 @@ class DataStore:
         return DataUnavailable(entry.kind, entry.file, manifest.path, entry.entry_key, reason, hint)
 
     def _note(self, message: str) -> None:
+        message = redact(message)
         self.notes.append(message)
         log.warning("%s", message)
 

@@ -20,6 +20,7 @@ from pytest_cuzk.measure.ledger import series_name
 
 from ..backends.protocol import ColdStart
 from ..verdicts.baseline import compared_with
+from ..wire.redact import redact
 from ..wire.units import format_bytes
 from .charts import cold_timeline, latency_chart, memory_chart, scenario_chart, windows_chart
 from .outcomes import Outcomes, TestEntry
@@ -169,7 +170,7 @@ def run_page(
         "counts": counts,
         "started": started,
         "duration_s": duration_s,
-        "command": shlex.join(["pytest", *config.invocation_params.args]),
+        "command": redact(shlex.join(["pytest", *config.invocation_params.args])),
         "workers": getattr(config.option, "numprocesses", None) or 0,
         "mode": mode,
         "daemons": daemons,

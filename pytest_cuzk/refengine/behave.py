@@ -21,6 +21,7 @@ from pytest_cuzk.host.nvml import nvml_query, nvml_session
 
 from ..proto import pb
 from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo
+from ..wire.units import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_MESSAGE_BYTES", "Behaviour", "CuzkBehaviour", "behaviour"]
 
-MAX_MESSAGE_BYTES = 128 * 1024 * 1024  # cuzk-daemon's (tonic's) decode and encode limit
 _KIND_TITLES = {"porep": "PoRep", "snap": "SnapDeals", "wpost": "WindowPoSt", "winning": "WinningPoSt"}
 
 

@@ -90,6 +90,7 @@ class JobStore:
         with self.lock:
             job.result, job.state, job.finished = result, DONE, time.monotonic()
             job.parsed = None  # the decoded inputs are not needed any more
+            job.request = _without_payload(job.request)  # a finished job stays listed 30 s
             self.results.pop(job.job_id, None)
             self.results[job.job_id] = result
             while self.keep is not None and len(self.results) > self.keep:
@@ -126,3 +127,12 @@ class JobStore:
     def queued(self) -> list[Job]:
         with self.lock:
             return [j for j in self.active.values() if j.state == QUEUED]
+
+
+def _without_payload(request: pb.SubmitProofRequest) -> pb.SubmitProofRequest:
+    """The request less its vanilla proofs, in a message of its own: clearing a field frees nothing."""
+    request.ClearField("vanilla_proof")
+    request.ClearField("vanilla_proofs")
+    light = pb.SubmitProofRequest()
+    light.CopyFrom(request)
+    return light

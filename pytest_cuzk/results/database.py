@@ -34,6 +34,7 @@ from filelock import FileLock
 from sqlalchemy.dialects import postgresql, sqlite
 
 from pytest_cuzk.results.rows import HostRecord, ResultRow, RunRecord, TestRecord
+from pytest_cuzk.wire.redact import redact
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -71,10 +72,11 @@ def normalize_url(url: str | None) -> sa.URL:
     if parsed.drivername in ("postgresql", "postgres"):
         if importlib.util.find_spec("psycopg") is None:  # an optional dependency: say how to get it
             hint = "pip install 'pytest-cuzk[postgresql]'"
-            raise ValueError(f"results database URL {url!r} needs the psycopg driver: {hint}")
+            raise ValueError(redact(f"results database URL {url!r} needs the psycopg driver: {hint}"))
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
-        raise ValueError(f"results database URL {url!r}: use a sqlite:/// path or a postgresql:// URL")
+        use = "use a sqlite:/// path or a postgresql:// URL"
+        raise ValueError(redact(f"results database URL {url!r}: {use}"))
     return parsed
 
 

@@ -14,8 +14,10 @@ import pytest
 
 from pytest_cuzk.backends.protocol import DaemonBackend
 from pytest_cuzk.config.settings import Settings, daemon_value
+from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.results.rows import RunRecord, TestRecord
+from pytest_cuzk.wire.redact import redact
 
 if TYPE_CHECKING:
     from pytest_cuzk.results.database import ResultsDB
@@ -41,6 +43,17 @@ class Recorder:
     def pytest_cuzk_case_finished(
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
+        """Write one finished case; a database error is told with the DSN's password masked."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            self._record(item, case, figures)
+        except (SQLAlchemyError, OSError) as exc:
+            # Not chained: SQLAlchemy's frames and message carry the DSN with its password.
+            where = redact(self.url or "default")
+            raise CuzkError(f"cannot record in the results database {where}: {redact(str(exc))}") from None
+
+    def _record(self, item: pytest.Item, case: Case, figures: Figures) -> None:
         """Write one finished case, starting its daemon's run on first use."""
         if self.db is None:
             from pytest_cuzk.results.database import ResultsDB

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 
-__all__ = ["GIB", "MIB", "format_bytes", "parse_percent", "parse_size", "parse_thresholds"]
+__all__ = [
+    "GIB",
+    "MAX_MESSAGE_BYTES",
+    "MIB",
+    "format_bytes",
+    "parse_percent",
+    "parse_size",
+    "parse_thresholds",
+]
 
 MIB = 1 << 20
 GIB = 1 << 30
+MAX_MESSAGE_BYTES = 128 * MIB  # cuzk-daemon's (tonic's) decode and encode limit: the largest request
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
 _UNITS = {"b": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20, "gb": 10**9, "gib": 2**30}
@@ -40,6 +50,8 @@ def parse_percent(text: str, where: str) -> float:
         value = float(str(text).strip().removesuffix("%"))
     except ValueError:
         raise ValueError(f"Invalid percentage {text!r} from {where}: write it like 15%") from None
+    if not math.isfinite(value):
+        raise ValueError(f"Invalid percentage {text!r} from {where}: write a finite number like 15%")
     if value < 0:
         raise ValueError(f"Invalid percentage {text!r} from {where}: it cannot be negative")
     return value

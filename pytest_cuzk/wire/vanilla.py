@@ -22,8 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from .files import atomic_write
+from .units import MAX_MESSAGE_BYTES
 
-__all__ = ["b64decode", "format_problem", "read_vanilla_proofs", "shape_problem", "write_vanilla_proofs"]
+__all__ = [
+    "b64decode",
+    "format_problem",
+    "largest_file",
+    "read_vanilla_proofs",
+    "shape_problem",
+    "write_vanilla_proofs",
+]
 
 MIN_VANILLA = 48  # bytes: the smallest bincode FallbackPoStSectorProof or PartitionProof
 C1_FIELDS = ("registered_proof", "vanilla_proofs", "comm_r", "comm_d", "replica_id", "seed", "ticket")
@@ -36,6 +44,15 @@ def b64decode(text: str) -> bytes:
     if base64.b64encode(raw).decode() != text:
         raise binascii.Error("not canonical: padding missing or bits set past the last byte")
     return raw
+
+
+def largest_file(kind: str) -> int:
+    """The most bytes a data file of ``kind`` can have and still fit in a request cuzk accepts.
+
+    PoRep's C1 wrapper is sent whole; a JSON array of base64 proofs carries 3 bytes in 4, and
+    its punctuation is allowed for.
+    """
+    return MAX_MESSAGE_BYTES if kind == "porep" else MAX_MESSAGE_BYTES * 3 // 2
 
 
 def read_vanilla_proofs(path: Path) -> list[bytes]:

@@ -17,6 +17,7 @@ from pytest_cuzk.core import compat
 def _inner_runs_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     not_an_xdist_worker(monkeypatch)  # under a worker pytest-benchmark would disable itself
 
+
 BENCH = """
 def test_bench(benchmark):
     benchmark(lambda: None)

@@ -226,11 +226,19 @@ def test_sha256_mismatch_after_download_is_not_placed(tmp_path, server, store):
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["c1.json.lock"]
 
 
-def test_size_mismatch_after_download_is_not_placed(tmp_path, server, store):
-    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None, extra="size = 5\n")
-    with pytest.raises(DataUnavailable, match=f"gave {len(PAYLOAD)} bytes, but kinds.porep.size says 5"):
+def test_size_mismatch_after_download_is_not_placed_and_the_hint_names_the_size_key(tmp_path, server, store):
+    size = len(PAYLOAD) + 5
+    manifest = porep_manifest(
+        tmp_path, server.add("/c1.json", PAYLOAD), sha256=None, extra=f"size = {size}\n"
+    )
+    server.leave_out(length=True)  # nothing to stop it early: the body ends short
+    with pytest.raises(
+        DataUnavailable, match=f"gave {len(PAYLOAD)} bytes, but kinds.porep.size says {size}"
+    ) as info:
         store.ensure(manifest.entries["porep"][0], manifest)
     assert not (tmp_path / "cache" / "c1.json").exists()
+    assert info.value.hint.endswith("update kinds.porep.size"), "no pin file exists to update"
+    assert "pin file" not in str(info.value)
 
 
 def test_first_download_pins_sha256_and_later_runs_are_held_to_it(tmp_path, server, store):
@@ -513,8 +521,78 @@ def test_a_trickling_server_is_given_up_at_the_overall_deadline(tmp_path, server
     store = DataStore(tmp_path / "cache", progress=lambda *a: None, deadline_s=1.0)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.trickle(0.01)
-    with pytest.raises(DataUnavailable, match=r"was still sending after 1 s \(\d+ bytes so far\)"):
+    with pytest.raises(DataUnavailable, match=r"was still sending after 1 s \(\d+ bytes so far"):
         store.ensure(manifest.entries["porep"][0], manifest)
+
+
+def test_a_206_of_another_version_is_never_spliced_onto_the_part(tmp_path, server, store):
+    """A server that ignores If-Range answers the resume with the new file's tail: start over."""
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None)
+    server.ignore_if_range()
+    server.cut_after("/c1.json", 430, then_serve=OTHER)
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == OTHER, "nothing spliced"
+    _, resumed, fresh = server.requests
+    assert resumed.headers["Range"] == "bytes=430-" and "Range" not in fresh.headers
+    pin = json.loads((tmp_path / "cache" / "c1.json.pin.json").read_text())
+    assert pin["sha256"] == hashlib.sha256(OTHER).hexdigest()
+
+
+def test_headers_trickled_a_byte_a_second_are_cut_at_the_deadline(tmp_path, server):
+    """Each byte comes within the stall time, so only the overall deadline can end it."""
+    store = DataStore(tmp_path / "cache", progress=lambda *a: None, stall_s=2.0, deadline_s=2.5)
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.trickle_headers(0.5)
+    started = time.monotonic()
+    with pytest.raises(DataUnavailable, match=r"was still sending after 2.5 s \(0 bytes so far"):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert time.monotonic() - started < 4.0
+    assert server.count("/c1.json") == 1, "the deadline is the download's, not one attempt's"
+
+
+def test_one_deadline_holds_across_the_retries(tmp_path, server):
+    store = DataStore(tmp_path / "cache", progress=lambda *a: None, deadline_s=1.5)
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.slow(0.6)  # each attempt: 0.6 s, one chunk, then the cut
+    server.cut_after("/c1.json", 64 * 1024, times=datastore.ATTEMPTS)
+    started = time.monotonic()
+    with pytest.raises(
+        DataUnavailable, match=r"was still sending after 1.5 s \(\d+ bytes so far, all attempts"
+    ):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert time.monotonic() - started < 2.5, "three attempts of 0.6 s and more would take longer"
+
+
+def test_a_length_that_contradicts_the_manifest_size_stops_before_the_body(tmp_path, server, store):
+    size = len(PAYLOAD)
+    manifest = porep_manifest(
+        tmp_path, server.add_huge("/c1.json", 1 << 30), sha256=None, extra=f"size = {size}\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(
+        DataUnavailable, match=f"announces {1 << 30} bytes, but the manifest's size says {size}"
+    ):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert time.monotonic() - started < 2
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["c1.json.lock"]
+
+
+@pytest.mark.parametrize("announced", [True, False])
+def test_a_body_larger_than_any_request_is_refused_once_and_not_kept(tmp_path, server, store, announced):
+    """No size in the manifest: the bound is the largest request cuzk accepts (128 MiB for a C1 file)."""
+    from pytest_cuzk.wire.vanilla import largest_file
+
+    limit = largest_file("porep")
+    manifest = porep_manifest(tmp_path, server.add_huge("/c1.json", limit + (1 << 20)), sha256=None)
+    server.leave_out(length=not announced)
+    said = (
+        f"announces {limit + (1 << 20)} bytes, more than the {limit}"
+        if announced
+        else f"more than {limit} bytes"
+    )
+    with pytest.raises(DataUnavailable, match=said):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert server.count("/c1.json") == 1, "a body that cannot fit is not fetched again"
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["c1.json.lock"]
 
 
 def _wrapped(inner: object, **wrapper: object) -> bytes:

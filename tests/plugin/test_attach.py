@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -125,6 +126,42 @@ def test_an_attached_daemons_process_is_found_by_its_socket(listener, tmp_path):
     assert socket_owner(parse_address(f"127.0.0.1:{port}")) == (tcp.pid, "")
     pid, why = socket_owner(parse_address(f"unix://{tmp_path / 'none.sock'}"))
     assert pid is None and why.startswith(f"cannot ask {tmp_path / 'none.sock'} for its owner: ")
+
+
+@pytest.mark.parametrize(
+    ("peer", "said"),
+    [
+        ("http_port", "answers, but not as a cuzk.v1 gRPC server (*Failed parsing HTTP/2*)"),
+        ("bare_grpc_port", "answers, but not as a cuzk.v1 gRPC server (*Method not found*)"),
+        ("silent", "accepts connections but its GetStatus got no answer (*); a hung daemon looks like this*"),
+    ],
+)
+def test_auto_fails_on_an_address_that_answers_not_as_cuzk_instead_of_falling_back(
+    pytester, request, listener, peer, said
+):
+    """A web server, another gRPC service or a hung daemon at --cuzk-addr: testing cuzk-ref would go green."""
+    port = listener("tcp")[1] if peer == "silent" else request.getfixturevalue(peer)
+    pytester.makepyfile(test_prove=PROVE_SOURCE)
+    start = time.monotonic()
+    result = pytester.runpytest_subprocess(
+        "--cuzk-daemon=auto", f"--cuzk-addr=127.0.0.1:{port}", "--cuzk-binary=", *WINNING, timeout=60
+    )
+    assert time.monotonic() - start < 30
+    assert result.ret != 0
+    result.stdout.fnmatch_lines([f"*--cuzk-daemon=auto: *127.0.0.1:{port} {said}*not falling back*"])
+    assert "daemon mode ref" not in result.stdout.str()
+
+
+def test_auto_falls_back_when_nothing_listens(pytester):
+    from pytest_cuzk.backends.choice import choose
+    from pytest_cuzk.backends.workspace import Workspace
+    from pytest_cuzk.config.settings import resolve_settings
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        settings = resolve_settings(pytester.parseconfig(f"--cuzk-addr=127.0.0.1:{sock.getsockname()[1]}"))
+        choice = choose(settings, Workspace())
+    assert choice.mode in ("ref", "spawn") and choice.reason.startswith("no daemon at 127.0.0.1:")
 
 
 def test_a_remote_daemon_is_not_sampled_and_says_so(tmp_path):

@@ -309,3 +309,33 @@ def test_memory_growth_fault_grows_rss(
     grown = process.memory_info().rss - before
     assert daemon.stop(signal.SIGKILL) == -signal.SIGKILL
     assert grown > 50 << 20, f"RSS grew by {grown >> 20} MiB only"
+
+
+def test_a_failed_requests_payload_is_dropped_at_once(
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
+) -> None:
+    """Eight 60 MB requests that fail parsing: the engine must not hold them for /status's 30 s.
+
+    Receiving one costs its buffers (the allocator and gRPC's threads keep some, up to about two
+    requests' worth); holding them would grow by each: 360 MiB over the last six.
+    """
+    daemon = spawn("-c", str(daemon_config(tmp_path, ref_params)))
+    address = daemon.wait_ready()
+    process = psutil.Process(daemon.proc.pid)
+    channel, stub = connect(address)
+    rss = []
+    with channel:
+        stub.GetStatus(pb.GetStatusRequest(), timeout=5)
+        for n in range(8):
+            request = ref_data.request("porep")
+            request.request_id = f"garbage-{n}"
+            request.vanilla_proof = bytes([n + 1]) * (60 << 20)
+            stub.SubmitProof(request, timeout=120)
+            answer = stub.AwaitProof(
+                pb.AwaitProofRequest(job_id=request.request_id, timeout_ms=120_000), timeout=130
+            )
+            assert answer.status == pb.AwaitProofResponse.FAILED, answer
+            rss.append(process.memory_info().rss)
+    assert daemon.stop() == 0
+    grown = rss[-1] - rss[1]
+    assert grown < 180 << 20, f"cuzk-ref grew by {grown >> 20} MiB over six more failed 60 MB requests"
