@@ -90,7 +90,15 @@ class CuzkSession:
         return {b.label: b for b in self.choice.backends}
 
     def backend(self, label: str | None = None) -> DaemonBackend:
+        """The daemon of ``label`` (the A/B baseline's too), else the first one."""
+        baseline = self.choice.baseline
+        if baseline is not None and label == baseline.label:
+            return baseline
         return self.backends[label] if label else self.choice.backends[0]
+
+    def ab_baseline(self) -> DaemonBackend | None:
+        """The ``--cuzk-ab`` daemon, measured beside the candidate in each case; None without A/B."""
+        return self.choice.baseline
 
     def data(self, backend: DaemonBackend) -> TestData:
         """The test data of the engine behind ``backend`` (shared by daemons with the same manifest)."""
@@ -275,10 +283,12 @@ class CuzkSession:
         if report.when == "call":
             from pytest_cuzk.run.execution import FINISHED_KEY
 
-            for cold in backend.state.cold:
-                key = f"{self.worker}/{backend.label}/{cold.batch_size}/{cold.start_s}"
-                record = {"key": key, **cold.to_dict(), "restarts": list(backend.state.restarts)}
-                transport.send(report, transport.COLD, record)
+            baseline = self.ab_baseline()  # the A/B baseline's cold starts are the case's too
+            for owner in (backend,) if baseline is None else (backend, baseline):
+                for cold in owner.state.cold:
+                    key = f"{self.worker}/{owner.label}/{cold.batch_size}/{cold.start_s}"
+                    record = {"key": key, **cold.to_dict(), "restarts": list(owner.state.restarts)}
+                    transport.send(report, transport.COLD, record)
             for key, value in item.stash.get(FINISHED_KEY, {}).items():
                 transport.send(report, key, value)
         if report.when == "teardown":
@@ -357,6 +367,7 @@ class CuzkSession:
         machine_info["cuzk"] = {
             "host": host_info().as_dict(),
             "daemon": ", ".join(sorted({b.profile().identity() for b in backends})),
+            **self.choice.ab_identity(),
             # host describes where pytest ran; a remote daemon's hardware is not in it
             "remote_daemons": [b.address for b in backends if not b.local],
         }
@@ -368,7 +379,7 @@ class CuzkSession:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Stop every daemon the plugin started, each on its own, then remove the workspace."""
         if self._choice is not None:
-            for backend in self._choice.backends:
+            for backend in self._choice.every:
                 try:
                     backend.stop()
                 except Exception as exc:  # keep stopping the others
