@@ -36,6 +36,10 @@ def start_session(config: pytest.Config) -> None:
 
         with as_usage_error():
             config.pluginmanager.register(Gates(config, settings), "cuzk_gates")
+    if settings.ab is not None and settings.compare_fail:
+        from pytest_cuzk.verdicts.abgate import ABGate
+
+        config.pluginmanager.register(ABGate(settings), "cuzk_ab_gate")
     if settings.manifest is not None:
         from pytest_cuzk.data.manifest import load_manifest
 
