@@ -111,3 +111,31 @@ def test_the_results_database_holds_both_builds_and_the_paired_change(fake_run, 
     assert baseline.ab is None and baseline.proofs_ok >= 8 and baseline.proofs_per_hour
     assert candidate.ab is not None and candidate.ab["seed"] == 7 and "baseline" not in candidate.ab
     assert candidate.ab["throughput_ratio"] is not None and len(candidate.ab["log_ratios"]) >= 3
+
+
+def test_the_html_report_shows_both_builds_and_the_paired_change(fake_run, tmp_path):
+    from html.parser import HTMLParser
+
+    report = tmp_path / "report.html"
+    result, _ = fake_run(
+        {"test_prove": PROVE_SOURCE}, *AB, f"--cuzk-html={report}", behaviour=_steady(0.01), ab=_steady(0.01)
+    )
+    result.assert_outcomes(passed=1)
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lines: list[str] = []
+
+        def handle_data(self, data: str) -> None:
+            self.lines.append(" ".join(data.split()))
+
+    parser = Text()
+    parser.feed(report.read_text())
+    text = [line for line in parser.lines if line]
+    assert "test_prove[winning-batch1-j1] [baseline]" in text
+    assert "Daemon baseline" in text
+    pair = next(line for line in text if line.startswith("A/B, candidate against baseline ("))
+    assert re.search(
+        r"\): throughput [+-]\d+\.\d% \(95% CI .*\); \d+ pairs, side by side, seed 7, order ", pair
+    ), pair
