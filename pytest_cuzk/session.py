@@ -90,11 +90,7 @@ class CuzkSession:
         return {b.label: b for b in self.choice.backends}
 
     def backend(self, label: str | None = None) -> DaemonBackend:
-        """The daemon of ``label`` (the A/B baseline's too), else the first one."""
-        baseline = self.choice.baseline
-        if baseline is not None and label == baseline.label:
-            return baseline
-        return self.backends[label] if label else self.choice.backends[0]
+        return {b.label: b for b in self.choice.every}[label] if label else self.choice.backends[0]
 
     def ab_baseline(self) -> DaemonBackend | None:
         """The ``--cuzk-ab`` daemon, measured beside the candidate in each case; None without A/B."""
@@ -283,8 +279,7 @@ class CuzkSession:
         if report.when == "call":
             from pytest_cuzk.run.execution import FINISHED_KEY
 
-            baseline = self.ab_baseline()  # the A/B baseline's cold starts are the case's too
-            for owner in (backend,) if baseline is None else (backend, baseline):
+            for owner in self.choice.every:  # an A/B baseline's starts too (kept once, by key)
                 for cold in owner.state.cold:
                     key = f"{self.worker}/{owner.label}/{cold.batch_size}/{cold.start_s}"
                     record = {"key": key, **cold.to_dict(), "restarts": list(owner.state.restarts)}

@@ -19,12 +19,11 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from support import gate_verdict, run_ref_case
 
-REPO = Path(__file__).resolve().parents[2]
 RUNS = int(os.environ.get("CUZK_AB_BENCH_RUNS", "10"))
 KIND = os.environ.get("CUZK_AB_BENCH_KIND", "porep")
 CASE = ("-k", f"test_prove and {KIND}-batch1-j1")
@@ -34,26 +33,7 @@ RUN_TIMEOUT_S = 400
 
 
 def _run(tmp: Path, *args: str) -> tuple[int, str, float]:
-    """One pytest run of the suite case: exit code, output, seconds."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_CUZK_", "PYTEST_XDIST_", "CUZK_REF"))
-    }
-    cmd = [
-        sys.executable, "-m", "pytest", "pytest_cuzk/suite/test_prove.py", *CASE, "-p", "no:cacheprovider",
-        "--cuzk-daemon=ref", "--cuzk-batch-sizes=1", f"--cuzk-data-dir={tmp / 'data'}",
-        f"--benchmark-storage=file://{tmp / 'benchmarks'}", "-rw", *args,
-    ]  # fmt: skip
-    t0 = time.monotonic()
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    return done.returncode, done.stdout + done.stderr, time.monotonic() - t0
-
-
-def _verdict(code: int, out: str) -> str:
-    if code == 0:
-        return "passed"
-    if code == 1 and "regressed" in out:
-        return "failed"
-    raise AssertionError(f"run neither passed nor failed a gate (exit {code}):\n{out[-3000:]}")
+    return run_ref_case(CASE, tmp, *args, timeout_s=RUN_TIMEOUT_S)
 
 
 def _pair(out: str) -> str:
@@ -89,7 +69,7 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
         failed = 0
         for i in range(1, RUNS + 1):
             code, out, seconds = _run(tmp_path, "--cuzk-ab=ref", GATE)
-            verdict = _verdict(code, out)
+            verdict = gate_verdict(code, out)
             failed += verdict == "failed"
             print(f"  identical #{i}: {verdict} ({failed} of {i} failed, {seconds:.0f} s): {_pair(out)}")
         caught: dict[float, int] = {}
@@ -98,7 +78,7 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
             slow = f"--cuzk-config={_config(tmp_path, factor)}"
             for i in range(1, RUNS + 1):
                 code, out, seconds = _run(tmp_path, "--cuzk-ab=ref", slow, GATE)
-                verdict = _verdict(code, out)
+                verdict = gate_verdict(code, out)
                 caught[factor] += verdict == "failed"
                 tally = f"{caught[factor]} of {i} caught, {seconds:.0f} s"
                 print(f"  slow_factor={factor} #{i}: {verdict} ({tally}): {_pair(out)}")
