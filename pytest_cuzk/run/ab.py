@@ -121,6 +121,7 @@ class Interleaving:
         self.precision = dict(plan.precision).get("throughput") or dict(SAVED_PRECISION)["throughput"]
         self.orders: list[str] = []
         self.stop_reason = ""
+        self.current: _Side | None = None  # the build proving now: a death or a hang is its daemon's
         self.start = time.monotonic()
         self._steps = self._candidate_waves()
 
@@ -141,7 +142,8 @@ class Interleaving:
         for order in pair_orders(self.seed):
             self.orders.append(order)
             for letter in order:
-                m = self._turn(self.sides[letter])
+                self.current = self.sides[letter]
+                m = self._turn(self.current)
                 target = m.closed + self.block
                 while m.closed < target and not self._broken():
                     wave = Wave([m.runner.make_request() for _ in range(self.case.in_flight)])
@@ -213,7 +215,12 @@ class Interleaving:
         side.up = True
         return side.measurement
 
-    def close(self) -> None:
+    def close(self, error: BaseException | None = None) -> None:
+        """Stop sampling both builds; ``error`` goes to the build proving when it came (``running``'s)."""
+        current = self.current
+        if error is not None and current is not None and current.up:
+            current.up = False
+            current.stack.__exit__(type(error), error, error.__traceback__)
         for side in self.sides.values():
             side.stack.close()
             side.up = False
@@ -244,8 +251,10 @@ def measure_pair(
                 pair.open(side)
         with host.status.stage(f"{case.id}: A/B proving"):
             drive(pair, plan.max_waves(case.in_flight), benchmark)
-    finally:
-        pair.close()
+    except BaseException as exc:
+        pair.close(exc)  # a hung daemon is killed, a dead one restarted: the one that was proving
+        raise
+    pair.close()
     results: dict[str, CaseResult] = {}
     for side in sides:
         if side.measurement is None:  # it never had a turn: the other build's first proof failed

@@ -139,3 +139,17 @@ def test_the_html_report_shows_both_builds_and_the_paired_change(fake_run, tmp_p
     assert re.search(
         r"\): throughput [+-]\d+\.\d% \(95% CI .*\); \d+ pairs, side by side, seed 7, order ", pair
     ), pair
+
+
+def test_a_daemon_that_hangs_during_a_pair_is_the_one_killed_and_the_other_is_not_blamed(fake_run):
+    result, (candidate, baseline) = fake_run(
+        {"test_prove": PROVE_SOURCE},
+        *AB,
+        "--cuzk-skip-warmup",  # the case's own proofs freeze it, not the warm-up
+        behaviour={"winning": FakeBehaviour(freeze=True)},
+        ab=_steady(0.01),
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*daemon hung: the fake is frozen during winning proof job*"])
+    assert len(candidate.state.restarts) == 1 and "hung" in candidate.state.restarts[0]
+    assert baseline.state.restarts == [] and baseline.state.out_of_service is None
