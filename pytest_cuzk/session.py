@@ -97,7 +97,11 @@ class CuzkSession:
         return {b.label: b for b in self.choice.backends}
 
     def backend(self, label: str | None = None) -> DaemonBackend:
-        return self.backends[label] if label else self.choice.backends[0]
+        return {b.label: b for b in self.choice.every}[label] if label else self.choice.backends[0]
+
+    def ab_baseline(self) -> DaemonBackend | None:
+        """The ``--cuzk-ab`` daemon, measured beside the candidate in each case; None without A/B."""
+        return self.choice.baseline
 
     def data(self, backend: DaemonBackend) -> TestData:
         """The test data of the engine behind ``backend`` (shared by daemons with the same manifest)."""
@@ -285,10 +289,11 @@ class CuzkSession:
         if report.when == "call":
             from pytest_cuzk.run.execution import FINISHED_KEY
 
-            for cold in backend.state.cold:
-                key = f"{self.worker}/{backend.label}/{cold.batch_size}/{cold.start_s}"
-                record = {"key": key, **cold.to_dict(), "restarts": list(backend.state.restarts)}
-                transport.send(report, transport.COLD, record)
+            for owner in self.choice.every:  # an A/B baseline's starts too (kept once, by key)
+                for cold in owner.state.cold:
+                    key = f"{self.worker}/{owner.label}/{cold.batch_size}/{cold.start_s}"
+                    record = {"key": key, **cold.to_dict(), "restarts": list(owner.state.restarts)}
+                    transport.send(report, transport.COLD, record)
             for key, value in item.stash.get(FINISHED_KEY, {}).items():
                 transport.send(report, key, value)
         if report.when == "teardown":
@@ -368,6 +373,7 @@ class CuzkSession:
         machine_info["cuzk"] = {
             "host": host_info().as_dict(),
             "daemon": ", ".join(sorted({b.profile().identity() for b in backends})),
+            **self.choice.ab_identity(),
             # host describes where pytest ran; a remote daemon's hardware is not in it
             "remote_daemons": [b.address for b in backends if not b.local],
         }
@@ -379,7 +385,7 @@ class CuzkSession:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Stop every daemon the plugin started, each on its own, then remove the workspace."""
         if self._choice is not None:
-            for backend in self._choice.backends:
+            for backend in self._choice.every:
                 try:
                     backend.stop()
                 except Exception as exc:  # keep stopping the others

@@ -47,7 +47,12 @@ def start_session(config: pytest.Config) -> None:
     if settings.gates_asked:
         from pytest_cuzk.verdicts.gates import Gates
 
-        config.pluginmanager.register(Gates(config, settings, baseline), "cuzk_gates")
+        with as_usage_error():
+            config.pluginmanager.register(Gates(config, settings, baseline), "cuzk_gates")
+    if settings.ab is not None and settings.compare_fail:
+        from pytest_cuzk.verdicts.abgate import ABGate
+
+        config.pluginmanager.register(ABGate(settings), "cuzk_ab_gate")
     if settings.manifest is not None:
         from pytest_cuzk.data.manifest import load_manifest
 

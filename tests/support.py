@@ -72,3 +72,37 @@ def not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     """An inner pytest run is not an xdist worker, even when the test running it is one."""
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
+
+
+def run_ref_case(
+    case: tuple[str, ...], tmp: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = 400
+) -> tuple[int, str, float]:
+    """One fresh pytest of the packaged ``test_prove`` on the reference engine: exit code, output, seconds.
+
+    The benchmarks' runs: data and benchmark storage under ``tmp``, none of this run's cuzk
+    options or faults leaking in, ``env`` added (e.g. ``CUZK_REF_FAULTS``).
+    """
+    import os
+    import time
+
+    ours = ("PYTEST_CUZK_", "PYTEST_XDIST_", "CUZK_REF")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(ours)} | (env or {})
+    cmd = [
+        sys.executable, "-m", "pytest", "pytest_cuzk/suite/test_prove.py", *case, "-p", "no:cacheprovider",
+        "--cuzk-daemon=ref", "--cuzk-batch-sizes=1", f"--cuzk-data-dir={tmp / 'data'}",
+        f"--benchmark-storage=file://{tmp / 'benchmarks'}", "-rw", *args,
+    ]  # fmt: skip
+    t0 = time.monotonic()
+    done = subprocess.run(
+        cmd, cwd=SUITE.parents[1], env=environ, capture_output=True, text=True, timeout=timeout_s
+    )
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - t0
+
+
+def gate_verdict(code: int, out: str) -> str:
+    """``passed``, or ``failed`` by a relative gate; any other end of a benchmark's run is an error."""
+    if code == 0:
+        return "passed"
+    if code == 1 and "regressed" in out:
+        return "failed"
+    raise AssertionError(f"run neither passed nor failed a gate (exit {code}):\n{out[-3000:]}")

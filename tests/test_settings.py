@@ -64,11 +64,47 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         (["--cuzk-slo=wining:10s"], "option --cuzk-slo: unknown proof kind 'wining'"),
         (["--cuzk-scenario-budget=-1"], "Invalid number '-1' from option --cuzk-scenario-budget"),
         (["--cuzk-background-in-flight=2.5"], "Invalid number 2.5 from option --cuzk-background-in-flight"),
+        (["--cuzk-ab-config=base.toml"], "option --cuzk-ab-config needs --cuzk-ab: name the baseline daemon"),
+        (
+            ["--cuzk-ab=spawn"],
+            "option --cuzk-ab: --cuzk-ab=spawn takes the baseline's binary from --cuzk-ab-binary",
+        ),
+        (["--cuzk-ab=ref", "--cuzk-ab-binary=cuzk"], "--cuzk-ab=spawn takes the baseline's binary from"),
+        (["--cuzk-ab=auto"], "Invalid address 'auto' from option --cuzk-ab: use spawn, ref or one ADDR"),
+        (
+            ["--cuzk-ab=h:1,h:2"],
+            "option --cuzk-ab: A/B pairs one candidate daemon with one baseline, not several",
+        ),
+        (["--cuzk-daemon=h:1,h:2", "--cuzk-ab=ref"], "A/B pairs one candidate daemon with one baseline"),
+        (["--cuzk-ab=ref", "--cuzk-ab-layout=sideways"], "use one of auto, side-by-side, in-turn"),
+        (["--cuzk-ab=ref", "--cuzk-ab-seed=1.5"], "Invalid number 1.5 from option --cuzk-ab-seed"),
     ],
 )
 def test_bad_values_name_their_source(pytester, args, message):
     with pytest.raises(pytest.UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         resolve_settings(pytester.parseconfig(*args))
+
+
+def test_the_ab_baseline_is_named_like_the_candidate(pytester, tmp_path):
+    from pytest_cuzk.backends.choice import AB_LABEL, baseline_settings
+    from pytest_cuzk.config.settings import THIS_DAEMON, check_paths
+
+    (tmp_path / "slow.toml").write_text("[ref.faults]\nslow_factor = 1.15\n")
+    s = resolve_settings(
+        pytester.parseconfig("--cuzk-daemon=ref", "--cuzk-ab=ref", f"--cuzk-ab-config={tmp_path}/slow.toml")
+    )
+    base = baseline_settings(s)
+    assert (base.daemon, base.config, base.labels) == ("ref", tmp_path / "slow.toml", {THIS_DAEMON: AB_LABEL})
+    assert s.config is None and s.ab_layout == "auto" and s.ab_seed is None
+    attach = resolve_settings(pytester.parseconfig("--cuzk-ab=unix:///run/cuzk-main.sock"))
+    assert (attach.ab, attach.ab_attach) == ("attach", ("unix:///run/cuzk-main.sock",))
+    (tmp_path / "bad.toml").write_text("[ref\n")
+    bad = resolve_settings(pytester.parseconfig("--cuzk-ab=ref", f"--cuzk-ab-config={tmp_path}/bad.toml"))
+    with pytest.raises(pytest.UsageError, match=r"--cuzk-ab-config .*bad.toml is not valid TOML"):
+        check_paths(bad)
+    missing = resolve_settings(pytester.parseconfig("--cuzk-ab=spawn", f"--cuzk-ab-binary={tmp_path}/none"))
+    with pytest.raises(pytest.UsageError, match=r"--cuzk-ab-binary .*none does not exist"):
+        check_paths(missing)
 
 
 def test_bad_env_value_names_the_variable(pytester, monkeypatch):

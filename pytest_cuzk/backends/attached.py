@@ -35,6 +35,7 @@ class AttachedDaemon:
     """A running daemon at an address; taken out of the run, never restarted, when it fails."""
 
     mode: Mode = "attach"
+    owned = False
 
     def __init__(
         self,

@@ -8,6 +8,7 @@ This is the built-in ``pytest_cuzk_make_backends``; another plugin can answer fi
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import socket
 from dataclasses import dataclass
@@ -20,9 +21,10 @@ from ..wire.addresses import label_from_address, parse_address
 from .protocol import DaemonBackend, Mode
 from .workspace import Workspace
 
-__all__ = ["DaemonChoice", "choose", "find_binary", "spawn_binary"]
+__all__ = ["AB_LABEL", "DaemonChoice", "choose", "find_binary", "spawn_binary"]
 
 LOCAL_LABEL = "local"
+AB_LABEL = "baseline"  # the --cuzk-ab daemon's label: test ids and backends keep naming the candidate
 
 
 @dataclass(frozen=True)
@@ -32,11 +34,21 @@ class DaemonChoice:
     mode: Mode
     reason: str
     backends: tuple[DaemonBackend, ...]
+    baseline: DaemonBackend | None = None  # --cuzk-ab's daemon, measured beside the candidate
 
     @property
     def attached(self) -> bool:
         """Daemons someone else runs: named in test ids and never shared by xdist workers."""
         return self.mode == "attach"
+
+    def ab_identity(self) -> dict[str, str]:
+        """The A/B baseline's build, for machine info beside the candidate's (none without --cuzk-ab)."""
+        return {"ab_baseline_daemon": self.baseline.profile().identity()} if self.baseline is not None else {}
+
+    @property
+    def every(self) -> tuple[DaemonBackend, ...]:
+        """Every daemon of the run, the A/B baseline too: what is stopped at its end."""
+        return self.backends + ((self.baseline,) if self.baseline is not None else ())
 
 
 def find_binary(explicit: Path | None) -> Path | None:
@@ -106,7 +118,24 @@ def _attachable(address: str, timeout_s: float) -> bool:
 
 
 def choose(settings: Settings, workspace: Workspace) -> DaemonChoice:
-    """Resolve ``--cuzk-daemon`` into backends."""
+    """Resolve ``--cuzk-daemon`` into backends, and ``--cuzk-ab`` into the baseline beside them."""
+    choice = _candidates(settings, workspace)
+    if settings.ab is None:
+        return choice
+    baseline = _candidates(baseline_settings(settings), workspace).backends[0]
+    return dataclasses.replace(choice, baseline=baseline)
+
+
+def baseline_settings(s: Settings) -> Settings:
+    """The baseline's settings: ``--cuzk-ab*`` in the places of the options that name the candidate."""
+    assert s.ab is not None, "only an A/B run has a baseline"
+    own = {THIS_DAEMON: AB_LABEL}  # its label; --cuzk-status and --cuzk-host-id name the candidate
+    return dataclasses.replace(
+        s, daemon=s.ab, attach=s.ab_attach, binary=s.ab_binary, config=s.ab_config, labels=own, status={}
+    )
+
+
+def _candidates(settings: Settings, workspace: Workspace) -> DaemonChoice:
     s = settings
     if s.attach:
         return _attached(s, s.attach, "addresses given with --cuzk-daemon")

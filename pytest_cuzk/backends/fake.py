@@ -223,6 +223,7 @@ class FakeDaemon:
     """An in-process daemon; ``die_after`` stops its server after that many proofs, as a crash would."""
 
     mode: Mode = "fake"
+    owned = True
 
     def __init__(
         self,

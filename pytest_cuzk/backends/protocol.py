@@ -162,6 +162,7 @@ class DaemonBackend(Protocol):
     label: str
     mode: Mode
     state: BackendState
+    owned: bool  # the plugin starts it, so it may stop and restart it (an A/B pair taking turns)
 
     @property
     def address(self) -> str:

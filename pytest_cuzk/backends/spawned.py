@@ -53,6 +53,7 @@ class SpawnedDaemon:
     """
 
     mode: Mode = "spawn"
+    owned = True
     lowmem_by_default = True  # --cuzk-lowmem-warmup=auto
 
     def __init__(self, label: str, settings: Settings, workspace: Workspace) -> None:

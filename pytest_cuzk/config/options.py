@@ -161,6 +161,21 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "baseline", "Saved pytest-benchmark JSON to compare against (default: the --benchmark-compare run)"
     ),
+    Option(
+        "ab",
+        "A/B in one run: the baseline daemon, named like --cuzk-daemon names the candidate (spawn, ref, or "
+        "ADDR); each case alternates measurement windows between the two and --cuzk-compare-fail gates "
+        "the paired change",
+    ),
+    Option("ab-binary", "The baseline's cuzk binary, for --cuzk-ab=spawn (the candidate's is --cuzk-binary)"),
+    Option("ab-config", "The baseline's base daemon TOML config (for cuzk-ref, e.g. its [ref.faults])"),
+    Option(
+        "ab-layout",
+        "How the two daemons of --cuzk-ab share the host: auto (side by side where memory allows, else "
+        "in turn), side-by-side (both up, windows alternate), in-turn (one up at a time, blocks of windows)",
+        "auto",
+    ),
+    Option("ab-seed", "Seed of the A/B order of windows (default: a fresh one, reported in the summary)"),
     Option("plots", "Directory for per-test memory plots (PNG)"),
     Option(
         "status",

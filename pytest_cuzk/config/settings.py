@@ -34,6 +34,7 @@ QUICK_CALL_S = 60.0
 MIN_INTERVAL_S = 0.005  # the memory sampler cannot sample faster
 HUNG_PROBE_S = 5.0
 MODES = ("auto", "spawn", "ref")
+AB_LAYOUTS = ("auto", "side-by-side", "in-turn")
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,12 @@ class Settings:
     slo: dict[str, Slo] = field(default_factory=dict)  # --cuzk-slo by kind; the engine's default elsewhere
     scenario_budget: float = 60.0
     background_in_flight: int = 9
+    ab: str | None = None  # --cuzk-ab: the baseline's mode (spawn, ref, attach); None: no A/B
+    ab_attach: tuple[str, ...] = ()
+    ab_binary: Path | None = None
+    ab_config: Path | None = None
+    ab_layout: str = "auto"
+    ab_seed: int | None = None
 
     @property
     def call_timeout(self) -> float:
@@ -266,25 +273,19 @@ def _results_db(value: Any, where: str) -> str:
 
 def check_paths(s: Settings) -> None:
     """The files and directories the options name exist and are what they must be; at configure time."""
-    if s.binary is not None and not (s.binary.is_file() and os.access(s.binary, os.X_OK)):
-        why = "is not an executable file" if s.binary.exists() else "does not exist"
-        raise pytest.UsageError(
-            f"--cuzk-binary {s.binary} {why}: pass the path of the cuzk daemon executable"
-        )
-    for flag, path in (
-        ("--cuzk-config", s.config),
-        ("--cuzk-baseline", s.baseline),
-        ("--cuzk-manifest", s.manifest),
-    ):
+    for flag, binary in (("--cuzk-binary", s.binary), ("--cuzk-ab-binary", s.ab_binary)):
+        if binary is not None and not (binary.is_file() and os.access(binary, os.X_OK)):
+            why = "is not an executable file" if binary.exists() else "does not exist"
+            raise pytest.UsageError(f"{flag} {binary} {why}: pass the path of the cuzk daemon executable")
+    configs = (("--cuzk-config", s.config), ("--cuzk-ab-config", s.ab_config))
+    for flag, path in (*configs, ("--cuzk-baseline", s.baseline), ("--cuzk-manifest", s.manifest)):
         if path is not None and not path.is_file():
             raise pytest.UsageError(f"{flag} {path} does not exist (or is not a file): fix the path")
-    if s.config is not None:
+    for flag, path in ((flag, path) for flag, path in configs if path is not None):
         try:
-            tomllib.loads(s.config.read_text())
+            tomllib.loads(path.read_text())
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise pytest.UsageError(
-                f"--cuzk-config {s.config} is not valid TOML ({exc}): fix the file"
-            ) from None
+            raise pytest.UsageError(f"{flag} {path} is not valid TOML ({exc}): fix the file") from None
     for kind, path in s.inputs.items():
         if not path.is_file():
             raise pytest.UsageError(f"--cuzk-input {kind}={path}: no such file; fix the path")
@@ -312,15 +313,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         value, source = raw[name]
         if value is not None and not str(value).strip():
             raise pytest.UsageError(f"--cuzk-{name} is empty (from {source}): give a path, or leave it out")
-    daemon, where = raw["daemon"]
-    daemon = str(daemon).strip()
-    attach: tuple[str, ...] = ()
-    if daemon.lower() in MODES:
-        daemon = daemon.lower()
-    else:
-        attach = tuple(a.strip() for a in daemon.split(",") if a.strip())
-        for addr in attach or (daemon,):
-            _address(addr, where, f"use {', '.join(MODES)} or ADDR[,ADDR...]")
+    daemon, attach = _daemon(*raw["daemon"], MODES, "ADDR[,ADDR...]")
     _address(str(raw["addr"][0]), raw["addr"][1], "use IP:port, host:port or unix:///path")
     inputs = {}
     for name, value in _pairs(raw["input"][0], raw["input"][1], "KIND=PATH").items():
@@ -339,7 +332,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"Invalid number {max_proofs} from {raw['max-proofs'][1]}: {why}")
     results_db = raw["results-db"][0]
     return Settings(
-        daemon="attach" if attach else daemon,
+        daemon=daemon,
         addr=str(raw["addr"][0]),
         attach=attach,
         binary=path("binary"),
@@ -383,4 +376,34 @@ def resolve_settings(config: pytest.Config) -> Settings:
         slo=_kind_map(raw["slo"][0], raw["slo"][1], _slo),
         scenario_budget=_float(*raw["scenario-budget"]),
         background_in_flight=_whole(*raw["background-in-flight"]),
+        **_ab(raw, attach, path),
     )
+
+
+def _daemon(value: Any, where: str, modes: tuple[str, ...], addresses: str) -> tuple[str, tuple[str, ...]]:
+    """A daemon named by mode or by address(es): (mode, addresses), the mode ``attach`` for addresses."""
+    text = str(value).strip()
+    if text.lower() in modes:
+        return text.lower(), ()
+    attach = tuple(a.strip() for a in text.split(",") if a.strip())
+    for addr in attach or (text,):
+        _address(addr, where, f"use {', '.join(modes)} or {addresses}")
+    return "attach", attach
+
+
+def _ab(raw: dict[str, tuple[Any, str]], candidates: tuple[str, ...], path: Any) -> dict[str, Any]:
+    """The ``ab_*`` settings: one baseline daemon beside one candidate, a binary only where it is spawned."""
+    value, where = raw["ab"]
+    if value is None:
+        if given := [raw[n][1] for n in ("ab-binary", "ab-config", "ab-seed") if raw[n][0] is not None]:
+            raise pytest.UsageError(f"{given[0]} needs --cuzk-ab: name the baseline daemon")
+        return {}
+    mode, attach = _daemon(value, where, ("spawn", "ref"), "one ADDR")
+    if len(attach) > 1 or len(candidates) > 1:
+        raise pytest.UsageError(f"{where}: A/B pairs one candidate daemon with one baseline, not several")
+    if (raw["ab-binary"][0] is not None) != (mode == "spawn"):
+        raise pytest.UsageError(f"{where}: --cuzk-ab=spawn takes the baseline's binary from --cuzk-ab-binary")
+    seed = _whole(*raw["ab-seed"]) if raw["ab-seed"][0] is not None else None
+    layout = _choice(*raw["ab-layout"], AB_LAYOUTS)
+    return dict(ab=mode, ab_attach=attach, ab_binary=path("ab-binary"), ab_config=path("ab-config"),
+                ab_layout=layout, ab_seed=seed)  # fmt: skip

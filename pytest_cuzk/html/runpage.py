@@ -38,6 +38,7 @@ _GROUPS = {
     "": "Figures",
     "timings": "The daemon's phase times (mean over successful proofs)",
     "memory": "Memory and GPU sampler",
+    "ab": "A/B: the paired change against the baseline build (log-ratios: candidate over baseline)",
 }
 
 
@@ -122,7 +123,7 @@ def _daemons(session: RunView) -> tuple[str, list[dict[str, Any]]]:
             "address": b.address,
             "local": b.local,
         }
-        for b in choice.backends
+        for b in choice.every
     ]
     return f"{choice.mode} ({choice.reason})", daemons
 

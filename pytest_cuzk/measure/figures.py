@@ -21,6 +21,7 @@ from pytest_cuzk.wire.units import format_bytes
 
 if TYPE_CHECKING:
     from pytest_cuzk.measure.memory import MemoryReport
+    from pytest_cuzk.measure.paired import PairedAB
 
 __all__ = ["METRICS", "Figures", "Metric", "ProofTimings", "Samples", "regression"]
 
@@ -212,6 +213,7 @@ class Figures:
     status_memory_peak_bytes: int | None = None  # the daemon's own /status memory.used_bytes peak
     na_reasons: dict[str, str] = field(default_factory=dict)
     samples: Samples = field(default_factory=Samples)
+    ab: PairedAB | None = None  # --cuzk-ab: the baseline build's figures and the paired change
 
     def why_na(self, attr: str) -> str | None:
         """Why a figure is None (None when it has a value or nobody said)."""
@@ -227,6 +229,7 @@ class Figures:
         out["throughput_proofs_per_hour_ci"] = list(ci) if ci is not None else None
         out["na_reasons"] = dict(self.na_reasons)
         out["samples"] = self.samples.to_dict()
+        out["ab"] = self.ab.to_dict() if self.ab is not None else None
         return out
 
     @classmethod
@@ -244,4 +247,8 @@ class Figures:
         values["throughput_proofs_per_hour_ci"] = (float(ci[0]), float(ci[1])) if ci else None
         values["na_reasons"] = dict(data.get("na_reasons") or {})
         values["samples"] = Samples.from_dict(data.get("samples") or {})
+        if data.get("ab"):
+            from pytest_cuzk.measure.paired import PairedAB
+
+            values["ab"] = PairedAB.from_dict(data["ab"])
         return cls(**values)

@@ -8,6 +8,8 @@ two estimators, each with its own interval and its own test of a change between 
   many proofs, so windows are near-normal, and a case has few of them: Student's t gives the
   interval, and Welch's t-test on the logarithms gives the ratio between runs and its p-value
   (a bootstrap of 3 to 10 values is too narrow, and a rank test of so few cannot reach p < 0.05).
+- ``paired_rate``: two builds' throughput from windows measured in pairs through the same
+  minutes (``--cuzk-ab``), one log-ratio per pair, Student's t over them.
 - ``Quantile`` (a latency percentile) from the proofs' latencies: skewed (a slow proof is far
   slower than a fast one is fast) and tens to thousands of them, so BCa bootstrap intervals
   (bias-corrected and accelerated, no normality assumed) and the Mann–Whitney U rank test.
@@ -33,10 +35,12 @@ __all__ = [
     "CONFIDENCE",
     "MIN_INTERVAL_SAMPLES",
     "Estimator",
+    "PairedRatio",
     "Quantile",
     "Rate",
     "cv",
     "half_width_pct",
+    "paired_rate",
     "percentile",
     "percentile_floor",
 ]
@@ -189,3 +193,34 @@ def half_width_pct(values: Sequence[float], estimator: Estimator) -> float | Non
     if interval is None or not point:
         return None
     return (interval[1] - interval[0]) / 2 / abs(point) * 100
+
+
+@dataclass(frozen=True)
+class PairedRatio:
+    """figure(candidate) / figure(baseline) from paired samples: its point, 95% interval and p-value."""
+
+    pairs: int
+    ratio: float
+    interval: Interval | None
+    p_value: float | None
+
+
+def paired_rate(candidate: Sequence[float], baseline: Sequence[float]) -> PairedRatio | None:
+    """The throughput ratio of two builds from pairs of seconds per proof measured side by side.
+
+    Each pair gives a log-ratio; their mean, with Student's t interval and test of zero, is the
+    change: drift that moves both halves of a pair cancels in it, which no test of two runs made
+    at different times can do. Pairs are ``zip``'s: the longer series' unpaired tail is left out.
+    """
+    n = min(len(candidate), len(baseline))
+    if n == 0:
+        return None
+    slower = np.log(np.asarray(candidate[:n], dtype=float) / np.asarray(baseline[:n], dtype=float))
+    ratio = math.exp(-float(slower.mean()))
+    if n < MIN_INTERVAL_SAMPLES:
+        return PairedRatio(n, ratio, None, None)
+    if np.ptp(slower) == 0:
+        return PairedRatio(n, ratio, (ratio, ratio), 1.0 if ratio == 1.0 else 0.0)
+    test = sps.ttest_1samp(slower, 0.0)
+    ci = test.confidence_interval(CONFIDENCE)
+    return PairedRatio(n, ratio, (math.exp(-float(ci.high)), math.exp(-float(ci.low))), float(test.pvalue))

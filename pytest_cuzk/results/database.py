@@ -46,7 +46,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x6375_7A6B  # "cuzk": serializes schema changes between fleet machines
 
@@ -113,6 +113,8 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
         # v4: a comparison of two builds tests samples, not two summaries.
         sa.Column("p99_s", sa.Float, info=_since(4)),
         sa.Column("samples", sa.JSON, info=_since(4)),
+        # v5: an A/B case's paired change against the baseline build measured beside it.
+        sa.Column("ab", sa.JSON, info=_since(5)),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=False),
     ]
     runs: list[sa.Column[Any]] = [
@@ -172,6 +174,7 @@ MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     2: lambda conn: _add_columns(conn, 2),
     3: _add_host_identity,
     4: lambda conn: _add_columns(conn, 4),
+    5: lambda conn: _add_columns(conn, 5),
 }
 
 

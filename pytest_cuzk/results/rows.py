@@ -112,6 +112,7 @@ class TestRecord:
     lowmem_warmup: bool | None = None  # whether that warm-up ran with the low-memory config
     p99_s: float | None = None
     samples: dict[str, list[Any]] | None = None  # every proof's and wave's timings (figures.Samples)
+    ab: dict[str, Any] | None = None  # --cuzk-ab: the paired change against the baseline (measure.paired)
     label: str = ""
     finished_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 

@@ -10,7 +10,8 @@ load scenarios' too: one client, the sampler, and a death or a hang handed to th
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.memory import MemoryReport
+    from pytest_cuzk.measure.paired import PairedAB
     from pytest_cuzk.run.waves import ProofOutcome
 
 __all__ = ["FINISHED_KEY", "CaseExecution", "CaseHost", "Execution", "Finished", "Running", "running"]
@@ -51,6 +53,13 @@ class CaseHost(Protocol):
     def status(self) -> StatusLine: ...
 
     def data(self, backend: DaemonBackend) -> TestData: ...
+
+    def ready(
+        self, label: str | None = None, batch_size: int = 1, kinds: Sequence[str] | None = None
+    ) -> DaemonBackend: ...
+
+    def ab_baseline(self) -> DaemonBackend | None:
+        """The ``--cuzk-ab`` daemon the case is measured against in pairs; None without A/B."""
 
 
 class Finished(Protocol):
@@ -89,10 +98,12 @@ class CaseExecution(Execution):
     """The ``cuzk_run`` fixture's callable: run a case on ``backend`` for ``item``."""
 
     def __call__(self, case: Case) -> CaseResult:
-        result = self.measure(case)
+        result, paired = self.measure(case)
         errors = [p.error for p in result.failed]
         result.known_issue = self.backend.profile().known_issue(case.kind.name, case.batch_size, errors)
         figures: Figures = case_figures(result, self.item.name, self.backend.unsampled())
+        if paired is not None:
+            figures = dataclasses.replace(figures, ab=paired)
         for warning in figures.memory.idle_warnings() if figures.memory is not None else ():
             self.item.warn(CuzkWarning(f"{self.item.name}: {warning}"))
         self.finish(case, figures, transport.FIGURES, result.proofs)
@@ -104,13 +115,22 @@ class CaseExecution(Execution):
         """Whether pytest-benchmark saves this run: then it is a baseline to come."""
         return compat.saving_as(self.item.config) is not None
 
-    def measure(self, case: Case) -> CaseResult:
-        """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran."""
+    def measure(self, case: Case) -> tuple[CaseResult, PairedAB | None]:
+        """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran.
+
+        With ``--cuzk-ab`` the baseline daemon proves the case too, in windows interleaved with
+        the candidate's, and the pair's record comes with the candidate's proofs.
+        """
+        plan = Plan.of(self.session.settings, saving=self._saving())
+        baseline = self.session.ab_baseline()
+        if baseline is not None:
+            from pytest_cuzk.run.ab import measure_pair
+
+            return measure_pair(self.session, case, plan, self.backend, baseline, self.benchmark)
         with running(self.session, self.backend) as run:
-            plan = Plan.of(self.session.settings, saving=self._saving())
             result = run_case(case, run.runner(case.kind), plan, self.benchmark)
         result.memory, result.reported_memory = run.memory, run.reported
-        return result
+        return result, None
 
 
 @dataclass

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,7 +37,17 @@ from pytest_cuzk.run.casefigures import case_samples
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.waves import CaseResult, Runner, Wave, check_wave, run_wave
 
-__all__ = ["PRECISE_WINDOWS", "SAVED_PRECISION", "STABLE_WINDOWS", "Plan", "PlanDone", "run_case", "stable"]
+__all__ = [
+    "PRECISE_WINDOWS",
+    "SAVED_PRECISION",
+    "STABLE_WINDOWS",
+    "Plan",
+    "PlanDone",
+    "Rounds",
+    "drive",
+    "run_case",
+    "stable",
+]
 
 STABLE_WINDOWS = 3
 PRECISE_WINDOWS = 6
@@ -143,6 +153,11 @@ class Measurement:
             self._precise = self._precise or self._precise_enough()
         self.result.stop_reason = self._stop_reason()
 
+    @property
+    def closed(self) -> int:
+        """Measurement windows closed so far."""
+        return len(self._windows)
+
     def _precise_enough(self) -> bool:
         """Each gated figure's 95% interval is within its half-limit (checked as each window closes)."""
         if len(self._windows) < PRECISE_WINDOWS:
@@ -187,30 +202,39 @@ class Measurement:
         return result
 
 
+class Rounds(Protocol):
+    """What pedantic's rounds run: a setup that builds the next timed wave (or ends them), and the wave."""
+
+    def setup(self) -> tuple[tuple[Wave], dict[str, Any]]: ...
+
+    def timed(self, wave: Wave) -> None: ...
+
+
+def drive(rounds: Rounds, max_rounds: int, benchmark: Any | None) -> None:
+    """Run ``rounds`` until their setup raises PlanDone, one pytest-benchmark round per wave when given."""
+    if benchmark is not None:
+        try:
+            benchmark.pedantic(
+                rounds.timed, setup=rounds.setup, rounds=max_rounds, iterations=1, warmup_rounds=0
+            )
+        except PlanDone:
+            # pedantic marks a benchmark whose setup raised as failed (its JSON would drop it):
+            # this was the plan ending the rounds, and every round that ran is whole.
+            benchmark_whole(benchmark)
+    # A disabled benchmark (e.g. under xdist) ran one wave and no more: run the rest here.
+    while True:
+        try:
+            (wave,), _ = rounds.setup()
+        except PlanDone:
+            break
+        rounds.timed(wave)
+
+
 def run_case(case: Case, runner: Runner, plan: Plan, benchmark: Any | None) -> CaseResult:
     """Run the case's plan, one pytest-benchmark round per wave when ``benchmark`` is given."""
     measurement = Measurement(case, runner, plan)
     status = runner.status or StatusLine(tty=False)
     with status.stage(f"{case.id}: proving"):
         runner.tick = lambda: status.tick(measurement.progress())
-        if benchmark is not None:
-            try:
-                benchmark.pedantic(
-                    measurement.timed,
-                    setup=measurement.setup,
-                    rounds=plan.max_waves(case.in_flight),
-                    iterations=1,
-                    warmup_rounds=0,
-                )
-            except PlanDone:
-                # pedantic marks a benchmark whose setup raised as failed (its JSON would drop it):
-                # this was the plan ending the rounds, and every round that ran is whole.
-                benchmark_whole(benchmark)
-        # A disabled benchmark (e.g. under xdist) ran one wave and no more: run the rest here.
-        while True:
-            try:
-                (wave,), _ = measurement.setup()
-            except PlanDone:
-                break
-            measurement.timed(wave)
+        drive(measurement, plan.max_waves(case.in_flight), benchmark)
     return measurement.finish()

@@ -8,10 +8,11 @@ imported only by runs that record.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cuzk.backends.choice import AB_LABEL
 from pytest_cuzk.backends.protocol import DaemonBackend
 from pytest_cuzk.config.settings import Settings, daemon_value
 from pytest_cuzk.core.errors import CuzkError
@@ -43,30 +44,44 @@ class Recorder:
     def pytest_cuzk_case_finished(
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
-        """Write one finished case; a database error is told with the DSN's password masked."""
+        """Write one finished case, an A/B case's baseline too; a database error masks the DSN's password.
+
+        The baseline's figures go in its own run, under its own build, like any build's; the
+        candidate's row carries the paired change.
+        """
         from sqlalchemy.exc import SQLAlchemyError
 
         try:
-            self._record(item, case, figures)
+            pair = None
+            if figures.ab is not None:
+                ab = figures.ab
+                self._record(item, case, self.backend_for(AB_LABEL), ab.baseline)
+                pair = {k: v for k, v in ab.to_dict().items() if k != "baseline"}
+            self._record(item, case, self.backend_for(case.label), figures, pair)
         except (SQLAlchemyError, OSError) as exc:
             # Not chained: SQLAlchemy's frames and message carry the DSN with its password.
             where = redact(self.url or "default")
             raise CuzkError(f"cannot record in the results database {where}: {redact(str(exc))}") from None
 
-    def _record(self, item: pytest.Item, case: Case, figures: Figures) -> None:
-        """Write one finished case, starting its daemon's run on first use."""
+    def _record(
+        self,
+        item: pytest.Item,
+        case: Case,
+        backend: DaemonBackend,
+        figures: Figures,
+        ab: dict[str, Any] | None = None,
+    ) -> None:
         if self.db is None:
             from pytest_cuzk.results.database import ResultsDB
 
             self.db = ResultsDB(self.url)
-        backend = self.backend_for(case.label)
-        if case.label not in self.runs:
-            self.runs[case.label] = self.db.start_run(self.run_record(backend))
+        if backend.label not in self.runs:
+            self.runs[backend.label] = self.db.start_run(self.run_record(backend))
         cold = backend.state.cold[-1] if backend.state.cold else None
         kind = case.kind.name
         self.db.record_test(
             TestRecord(
-                run_id=self.runs[case.label],
+                run_id=self.runs[backend.label],
                 nodeid=item.nodeid,
                 kind=kind,
                 batch_size=case.batch_size,
@@ -84,7 +99,8 @@ class Recorder:
                 warmup_rss_peak_bytes=cold.warmup_rss_peak_bytes.get(kind) if cold else None,
                 lowmem_warmup=cold.lowmem_warmup if cold else None,
                 samples=figures.samples.to_dict(),
-                label=case.label,
+                label=backend.label,
+                ab=ab,
             )
         )
 

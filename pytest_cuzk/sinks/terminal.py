@@ -8,6 +8,7 @@ Each load scenario gets one line with its headline figure.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,11 @@ def header_lines(session: RunView) -> list[str]:
         lines = [f"cuzk: daemon mode {choice.mode} ({choice.reason})"]
     except CuzkError as exc:
         return [f"cuzk: no daemon: {exc}"]
+    if choice.baseline is not None:
+        lines.append(
+            f"cuzk: A/B: each case also runs on the baseline {choice.baseline.profile().identity()} "
+            f"({choice.baseline.mode}), windows of the two builds in pairs, in a seeded random order"
+        )
     if session.config.args == ["pytest_cuzk.suite"]:
         lines.append(
             "cuzk: running the packaged suite (no test paths given: pass paths to run your own tests)"
@@ -148,7 +154,7 @@ def _measured_lines(session: RunView) -> list[str]:
 
     lines = [
         f"daemon [{b.label}]: {b.profile().identity()} ({b.mode}, {'on this host' if b.local else 'remote'})"
-        for b in session.choice.backends
+        for b in session.choice.every
     ]
     h = host_info()
     gpus = ", ".join(f"{g.name} {format_bytes(g.vram_total_bytes)}" for g in h.gpus) or (
@@ -172,13 +178,36 @@ def _listed(head: str, tests: list[tuple[str, str]]) -> list[str]:
     return [f"{head}: {len(tests)} cuzk test(s)", *(f"  {n.rpartition('::')[2]}: {why}" for n, why in tests)]
 
 
+def _baseline(f: Figures) -> tuple[Figures, ...]:
+    """An A/B case's baseline build as a row of its own, under the candidate's."""
+    return (dataclasses.replace(f.ab.baseline, test=f"  {f.test} [baseline]"),) if f.ab is not None else ()
+
+
+def ab_lines(rows: Iterable[Figures]) -> list[str]:
+    """Each A/B case's paired change, how its pairs ran, and each build's identity and memory peaks."""
+    lines: list[str] = []
+    for f in rows:
+        if (ab := f.ab) is None:
+            continue
+        base = ab.baseline
+        lines.append(
+            f"A/B {f.test}: candidate against baseline, {ab.describe()}; {ab.how()}; {ab.wall_s:.0f} s"
+        )
+        for name, build, fig in (("candidate", ab.candidate_build, f), ("baseline", ab.baseline_build, base)):
+            rss, vram = (METRICS[m].fmt(METRICS[m].value(fig)) for m in ("rss_peak", "vram_peak"))
+            lines.append(
+                f"  {name} {build}: {fig.throughput_proofs_per_hour:.1f}/h, RSS peak {rss}, VRAM peak {vram}"
+            )
+    return lines
+
+
 def summary_lines(session: RunView) -> list[str]:
     """The lines of the ``cuzk proving summary`` section, from every worker's figures."""
     metrics = [METRICS[m] for m in _SUMMARY_METRICS]
     heads = ["test", "kind", ">batch", ">j", ">ok", ">failed", *(f">{m.label}" for m in metrics)]
     heads.insert(heads.index(">proofs/h") + 1, ">±95%")
     rows = []
-    for f in session.rows:
+    for f in (row for case in session.rows for row in (case, *_baseline(case))):
         row: list[object] = [f.test, f.kind, f.batch_size, f.concurrency, f.proofs_ok, f.proofs_failed]
         row += [m.fmt(m.value(f)) for m in metrics]
         row.insert(heads.index(">±95%"), _interval(f))
@@ -191,6 +220,7 @@ def summary_lines(session: RunView) -> list[str]:
     if rows or not session.scenarios:
         lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
     lines += na_lines(session.rows)
+    lines += ab_lines(session.rows)
     for f in session.rows:
         lines.append(measurement_line(f))
         if f.status_memory_peak_bytes is not None:

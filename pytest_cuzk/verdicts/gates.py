@@ -70,7 +70,7 @@ def check_gates(
             failures.append(
                 f"{metric.attr} {format_bytes(value)} exceeds {format_bytes(limit)} for {kind} ({option})"
             )
-    if settings.compare_fail:
+    if settings.compare_fail and settings.ab is None:  # with --cuzk-ab, abgate judges the pair
         failures += _compare(figures, settings, baseline, warnings, compared)
         for name, pct in settings.compare_fail.items():
             spread = (spreads or {}).get(name)

@@ -20,14 +20,11 @@ from __future__ import annotations
 import os
 import re
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from support import gate_verdict, run_ref_case
 
-REPO = Path(__file__).resolve().parents[2]
 PAIRS = int(os.environ.get("CUZK_GATE_BENCH_PAIRS", "10"))  # fewer to split the benchmark across sittings
 SLOW = 1.15
 GATE = "--cuzk-compare-fail=throughput:5%,rss_peak:10%"
@@ -37,27 +34,10 @@ RUN_TIMEOUT_S = 300
 RUNS = 2 * PAIRS + 1
 
 
-def _run(data: Path, storage: Path, *args: str, slow: bool = False) -> tuple[int, str, float]:
+def _run(tmp: Path, *args: str, slow: bool = False) -> tuple[int, str, float]:
     """One pytest run of the suite case against a fresh reference engine: exit code, output, seconds."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_CUZK_", "PYTEST_XDIST_"))}
-    if slow:
-        env["CUZK_REF_FAULTS"] = f'{{"slow_factor": {SLOW}}}'
-    cmd = [
-        sys.executable, "-m", "pytest", "pytest_cuzk/suite/test_prove.py", *CASE, "-p", "no:cacheprovider",
-        "--cuzk-daemon=ref", "--cuzk-batch-sizes=1", f"--cuzk-data-dir={data}",
-        f"--benchmark-storage=file://{storage}", "-rw", *args,
-    ]  # fmt: skip
-    t0 = time.monotonic()
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    return done.returncode, done.stdout + done.stderr, time.monotonic() - t0
-
-
-def _verdict(code: int, out: str) -> str:
-    if code == 0:
-        return "passed"
-    if code == 1 and "regressed" in out:
-        return "failed"
-    raise AssertionError(f"run neither passed nor failed a gate (exit {code}):\n{out[-3000:]}")
+    env = {"CUZK_REF_FAULTS": f'{{"slow_factor": {SLOW}}}'} if slow else {}
+    return run_ref_case(CASE, tmp, *args, env=env, timeout_s=RUN_TIMEOUT_S)
 
 
 def _rate(out: str) -> float:
@@ -85,8 +65,7 @@ def _figures(out: str) -> str:
 
 @pytest.mark.timeout(RUNS * RUN_TIMEOUT_S)
 def test_the_gate_fails_no_identical_build_and_catches_a_planted_slowdown(tmp_path: Path) -> None:
-    data, storage = tmp_path / "data", tmp_path / "benchmarks"
-    code, out, seconds = _run(data, storage, "--benchmark-save=same0")
+    code, out, seconds = _run(tmp_path, "--benchmark-save=same0")
     assert code == 0, out[-3000:]
     print(f"\n[gate error rates] slow_factor={SLOW}, gate {GATE}, default plan, {CASE[1]}")
     print(f"  same build #0 (baseline) {seconds:.0f} s: {_figures(out)}")
@@ -94,14 +73,14 @@ def test_the_gate_fails_no_identical_build_and_catches_a_planted_slowdown(tmp_pa
     same_rates = [_rate(out)]
     for i in range(1, PAIRS + 1):
         baseline = f"--benchmark-compare={i:04d}"
-        code, out, seconds = _run(data, storage, baseline, GATE, slow=True)
-        verdict = _verdict(code, out)
+        code, out, seconds = _run(tmp_path, baseline, GATE, slow=True)
+        verdict = gate_verdict(code, out)
         caught += verdict == "failed"
         tally = f"{caught} of {i} caught, {seconds:.0f} s"
         print(f"  slow build #{i} vs #{i - 1}: {verdict} ({tally}): {_figures(out)}")
-        code, out, seconds = _run(data, storage, baseline, GATE, f"--benchmark-save=same{i}")
+        code, out, seconds = _run(tmp_path, baseline, GATE, f"--benchmark-save=same{i}")
         same_rates.append(_rate(out))
-        verdict = _verdict(code, out)
+        verdict = gate_verdict(code, out)
         false_failures += verdict == "failed"
         tally = f"{false_failures} of {i} failed, {seconds:.0f} s"
         print(f"  same build #{i} vs #{i - 1}: {verdict} ({tally}): {_figures(out)}")

@@ -18,12 +18,15 @@ from pytest_cuzk.backends.protocol import Mode
 class FakeChoice:
     """Answers pytest_cuzk_make_backends with the given fake daemons."""
 
-    def __init__(self, daemons: tuple[FakeDaemon, ...], mode: Mode = "fake") -> None:
+    def __init__(
+        self, daemons: tuple[FakeDaemon, ...], mode: Mode = "fake", baseline: FakeDaemon | None = None
+    ) -> None:
         self.daemons = daemons
         self.mode = mode
+        self.baseline = baseline
 
     def pytest_cuzk_make_backends(self, config, settings, workspace) -> DaemonChoice:
-        return DaemonChoice(self.mode, "fake daemons of this test", self.daemons)
+        return DaemonChoice(self.mode, "fake daemons of this test", self.daemons, self.baseline)
 
 
 FakeRun = Callable[..., tuple[pytest.RunResult, list[FakeDaemon]]]
@@ -31,10 +34,11 @@ FakeRun = Callable[..., tuple[pytest.RunResult, list[FakeDaemon]]]
 
 @pytest.fixture
 def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeRun:
-    """``fake_run(files, *args, labels=("local",), behaviour=..., die_after=..., plugins=...)``.
+    """``fake_run(files, *args, labels=("local",), behaviour=..., die_after=..., plugins=..., ab=...)``.
 
     Writes the test files, runs pytest in this process against fake daemons (one per label)
-    and returns the result with the daemons, for a look at what happened to them.
+    and returns the result with the daemons, for a look at what happened to them. ``ab``, the
+    behaviour of an A/B baseline daemon (labelled ``baseline``, listed last), adds one.
     """
 
     def run(
@@ -46,6 +50,7 @@ def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.Monk
         mode: Mode = "fake",
         plugins: tuple[object, ...] = (),
         no_reraise_ctrlc: bool = False,
+        ab: dict[str, FakeBehaviour] | None = None,
     ) -> tuple[pytest.RunResult, list[FakeDaemon]]:
         not_an_xdist_worker(monkeypatch)
         if files:
@@ -55,8 +60,9 @@ def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.Monk
         )
         # importlib mode: an inner test_prove must not collide with the suite's module of that name
         inner = ("-p", "no:cacheprovider", "--import-mode=importlib", *QUICK_PLAN, *args)
-        fakes = [FakeChoice(daemons, mode), *plugins]
+        baseline = FakeDaemon("baseline", tmp_path / "fake-baseline", ab) if ab is not None else None
+        fakes = [FakeChoice(daemons, mode, baseline), *plugins]
         result = pytester.runpytest(*inner, plugins=fakes, no_reraise_ctrlc=no_reraise_ctrlc)
-        return result, list(daemons)
+        return result, [*daemons, *([baseline] if baseline else [])]
 
     return run

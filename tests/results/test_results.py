@@ -132,7 +132,7 @@ def write_old(
     engine.dispose()
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) -> None:
     assert "sampler_interval_s" not in build_metadata(1).tables["tests"].c
     assert "host_id" not in build_metadata(2).tables["runs"].c
@@ -144,7 +144,7 @@ def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) ->
 
     with ResultsDB(db_url) as db:
         with db.engine.connect() as conn:
-            assert schema_version(conn) == SCHEMA_VERSION == 4
+            assert schema_version(conn) == SCHEMA_VERSION == 5
             runs = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
         assert {"hostname", "host_id"} <= runs
         (row,) = db.rows()

@@ -1,0 +1,95 @@
+"""One A/B case's record: the baseline build's own figures and the paired change between the builds.
+
+With ``--cuzk-ab`` a case measures two daemons through the same minutes, its windows in pairs
+(one of each build, in a seeded random order). The candidate's figures stay the case's
+``Figures``; this record, its ``ab``, holds the baseline's (memory peaks included, each build's
+its own), each pair's log-ratio, and the change they give with its interval and p-value, so the
+gate, the summary, the HTML report and the results database read one thing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_cuzk.measure.figures import Figures
+
+__all__ = ["BASELINE", "CANDIDATE", "PairedAB"]
+
+CANDIDATE, BASELINE = "C", "B"  # letters of the order string: "BC CB" is the baseline first, then last
+
+
+@dataclass(frozen=True)
+class PairedAB:
+    """The baseline of an A/B case and how the candidate's throughput compares with it, pair by pair."""
+
+    baseline: Figures
+    candidate_build: str
+    baseline_build: str
+    layout: str  # "side by side", or "in turn" (one daemon up at a time, blocks of windows)
+    seed: int
+    order: str  # each pair's order, e.g. "BC CB CB BC"
+    windows_per_block: int  # windows of one build in a row: 1 side by side, more in turn
+    log_ratios: tuple[float, ...] = ()  # per pair: log(candidate's seconds per proof / the baseline's)
+    throughput_ratio: float | None = None  # candidate / baseline, from the mean log-ratio
+    throughput_ratio_ci: tuple[float, float] | None = None  # 95%, Student's t over the pairs
+    p_value: float | None = None  # of no change
+    wall_s: float = 0.0  # the A/B case from its first window to its last, restarts included
+
+    @property
+    def pairs(self) -> int:
+        return len(self.log_ratios)
+
+    @property
+    def change_pct(self) -> float | None:
+        """The candidate's throughput change against the baseline, in percent (negative: slower)."""
+        return None if self.throughput_ratio is None else (self.throughput_ratio - 1) * 100
+
+    @property
+    def change_ci_pct(self) -> tuple[float, float] | None:
+        ci = self.throughput_ratio_ci
+        return None if ci is None else ((ci[0] - 1) * 100, (ci[1] - 1) * 100)
+
+    def how(self) -> str:
+        """How the pairs were measured: their count, the layout, the seed and the order."""
+        layout = "side by side"
+        if self.layout != "side-by-side":
+            block = f"each block of {self.windows_per_block} windows"
+            layout = f"in turn (one daemon up at a time, restarted for {block})"
+        return f"{self.pairs} pairs, {layout}, seed {self.seed}, order {self.order}"
+
+    def describe(self) -> str:
+        """The paired change in words: ``throughput -12.9% (95% CI -15.1% to -10.6%, p=2e-05)``."""
+        if self.change_pct is None:
+            return "throughput change n/a (no complete pair)"
+        ci = self.change_ci_pct
+        interval = (
+            f"95% CI {ci[0]:+.1f}% to {ci[1]:+.1f}%" if ci is not None else "no interval: under 3 pairs"
+        )
+        p = f", p={self.p_value:.2g}" if self.p_value is not None else ""
+        return f"throughput {self.change_pct:+.1f}% ({interval}{p})"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["baseline"] = self.baseline.to_dict()
+        out["log_ratios"] = list(self.log_ratios)
+        ci = self.throughput_ratio_ci
+        out["throughput_ratio_ci"] = list(ci) if ci is not None else None
+        out["change_pct"], ci_pct = self.change_pct, self.change_ci_pct
+        out["change_ci_pct"] = list(ci_pct) if ci_pct is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PairedAB:
+        from pytest_cuzk.measure.figures import Figures
+
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        values["baseline"] = Figures.from_dict(data["baseline"])
+        values["log_ratios"] = tuple(data.get("log_ratios") or ())
+        ci = data.get("throughput_ratio_ci")
+        values["throughput_ratio_ci"] = (float(ci[0]), float(ci[1])) if ci else None
+        return cls(**values)

@@ -1,0 +1,99 @@
+"""The A/B gate: ``--cuzk-compare-fail`` applied to a case measured on two builds in pairs (``--cuzk-ab``).
+
+As against a saved baseline, a change fails only when it is beyond its limit and significant:
+p < 0.05 and the 95% interval wholly beyond the limit. Throughput is judged on the pairs (the
+mean log-ratio of the windows measured through the same minutes, Student's t), so a drift of the
+host that moved both builds cancels; latency percentiles on both builds' proofs, and RSS and
+VRAM peaks as measured, each build's its own. A baseline whose own proofs failed gives no ground
+to judge on: a warning says so and nothing is failed by it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.core.errors import CuzkWarning
+from pytest_cuzk.measure import stats
+from pytest_cuzk.measure.figures import METRICS, Figures, regression
+from pytest_cuzk.verdicts.comparison import Change, Side, compare
+
+if TYPE_CHECKING:
+    from pytest_cuzk.measure.paired import PairedAB
+    from pytest_cuzk.run.cases import Case
+    from pytest_cuzk.run.waves import CaseResult
+
+__all__ = ["ABGate", "ab_changes", "check_ab"]
+
+
+def _paired_throughput(figures: Figures, ab: PairedAB, limit: float) -> Change:
+    metric, base = METRICS["throughput"], ab.baseline
+    before, after = base.throughput_proofs_per_hour, figures.throughput_proofs_per_hour
+    if ab.throughput_ratio is None:
+        return Change(metric, before, after, limit, None)
+    ci = None
+    if ab.throughput_ratio_ci is not None:
+        lo, hi = (regression(metric, 1.0, r) for r in ab.throughput_ratio_ci)
+        assert lo is not None and hi is not None, "a ratio to 1 is always comparable"
+        ci = (min(lo, hi), max(lo, hi))
+    worse = regression(metric, 1.0, ab.throughput_ratio)
+    tested = ab.pairs >= stats.MIN_INTERVAL_SAMPLES
+    return Change(metric, before, after, limit, worse, ci, ab.p_value, tested=tested)
+
+
+def ab_changes(figures: Figures, limits: dict[str, float]) -> list[Change]:
+    """Each gated figure's change from the baseline build to the candidate in one A/B case."""
+    ab = figures.ab
+    assert ab is not None, "an A/B case carries its pair's record"
+    changes = []
+    for name, pct in limits.items():
+        metric, base = METRICS[name], ab.baseline
+        if name == "throughput":
+            changes.append(_paired_throughput(figures, ab, pct))
+            continue
+        before = Side(metric.value(base), base.samples)
+        changes.append(compare(metric, before, Side(metric.value(figures), figures.samples), pct))
+    return changes
+
+
+def check_ab(figures: Figures, settings: Settings) -> tuple[list[str], list[str]]:
+    """The A/B gates the case breaks, and the warnings, as sentences naming the pair's evidence."""
+    ab = figures.ab
+    if ab is None:
+        return [], []
+    if ab.baseline.proofs_failed:
+        why = f"{ab.baseline.proofs_failed} of the baseline's proofs failed"
+        return [], [f"--cuzk-compare-fail not checked against the A/B baseline: {why}"]
+    if ab.pairs < stats.MIN_INTERVAL_SAMPLES:
+        why = f"{ab.pairs} complete pairs, an interval needs {stats.MIN_INTERVAL_SAMPLES}"
+        return [], [f"--cuzk-compare-fail not checked on the A/B pairs: {why} (raise --cuzk-case-budget)"]
+    how = f"A/B over {ab.pairs} pairs, {ab.layout.replace('-', ' ')}, seed {ab.seed} (--cuzk-compare-fail)"
+    failures: list[str] = []
+    warnings: list[str] = []
+    for change in ab_changes(figures, settings.compare_fail):
+        if change.verdict == "regressed":
+            failures.append(f"{change.sentence()}; {how}")
+        elif change.verdict == "not significant":
+            warnings.append(f"{change.sentence()}; {how}")
+        elif change.verdict == "not comparable":
+            warnings.append(f"--cuzk-compare-fail {change.metric.name} not checked: no figure of a build")
+    return failures, warnings
+
+
+class ABGate:
+    """The A/B gate sink: registered by the session when ``--cuzk-ab`` and ``--cuzk-compare-fail`` are set."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_cuzk_case_finished(
+        self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
+    ) -> None:
+        failures, warnings = check_ab(figures, self.settings)
+        for note in warnings:
+            item.warn(CuzkWarning(f"{item.name}: {note}"))
+        if failures:
+            pytest.fail(f"{item.name}: " + "; ".join(failures), pytrace=False)

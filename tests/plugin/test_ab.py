@@ -1,0 +1,155 @@
+"""A/B in one run: a case measured on a candidate and a baseline daemon in pairs, gated on the pair."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from support import PROVE_SOURCE
+
+from pytest_cuzk.backends.fake import FakeBehaviour
+
+AB = (
+    "-k", "winning", "--cuzk-batch-sizes=1", "--cuzk-ab=ref", "--cuzk-ab-seed=7",
+    "--cuzk-proofs=8", "--cuzk-max-proofs=200", "--cuzk-window=0.001", "--cuzk-case-budget=2",
+)  # fmt: skip
+GATE = "--cuzk-compare-fail=throughput:5%"
+
+
+def _steady(delay_s: float) -> dict[str, FakeBehaviour]:
+    return {"winning": FakeBehaviour(delay_s=delay_s)}  # the sleep, not the machine, sets the pace
+
+
+def test_a_slower_candidate_fails_by_name_with_the_paired_change(fake_run):
+    result, (candidate, baseline) = fake_run(
+        {"test_prove": PROVE_SOURCE}, *AB, GATE, behaviour=_steady(0.03), ab=_steady(0.02)
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_prove[[]winning-batch1-j1[]]: throughput regressed * (95% CI +*% to +*%, p=*; "
+            "baseline *, now *; limit 5%); A/B over * pairs, side by side, seed 7 (--cuzk-compare-fail)*"
+        ]
+    )
+    assert candidate.proofs >= 8 and baseline.proofs >= 8, "both builds proved the case"
+
+
+def test_identical_builds_pass_and_the_summary_shows_both_builds_and_the_pair(fake_run, tmp_path):
+    out = tmp_path / "run.json"
+    result, (candidate, baseline) = fake_run(
+        {"test_prove": PROVE_SOURCE},
+        *AB,
+        GATE,
+        f"--benchmark-json={out}",
+        behaviour=_steady(0.02),
+        ab=_steady(0.02),
+    )
+    result.assert_outcomes(passed=1)
+    text = result.stdout.str()
+    assert re.search(
+        r"^  test_prove\[winning-batch1-j1\] \[baseline\]\s+winning\s+1\s+1\s+\d+\s+0\s", text, re.M
+    )
+    line = re.search(
+        r"^A/B test_prove\[winning-batch1-j1\]: candidate against baseline, throughput .*$", text, re.M
+    )
+    assert line and "pairs, side by side, seed 7, order " in line[0], text
+    result.stdout.fnmatch_lines(
+        ["cuzk: A/B: each case also runs on the baseline *", "  baseline fake*/h, RSS peak *"]
+    )
+    extra = json.loads(out.read_text())["benchmarks"][0]["extra_info"]
+    ab = extra["ab"]
+    assert ab["seed"] == 7 and ab["layout"] == "side-by-side"
+    assert len(ab["log_ratios"]) == len(ab["order"].split()) >= 3
+    assert ab["baseline"]["proofs_ok"] >= 8 and extra["proofs_ok"] >= 8
+    assert abs(ab["change_pct"]) < 25, ab["change_pct"]  # the same sleep; the host jitters the rest
+    assert candidate.starts == [1] and baseline.starts == [1], "side by side: each started once"
+
+
+def test_in_turn_each_daemon_is_restarted_for_its_block_and_the_summary_says_so(fake_run):
+    result, (candidate, baseline) = fake_run(
+        {"test_prove": PROVE_SOURCE},
+        *AB,
+        "--cuzk-ab-layout=in-turn",
+        behaviour=_steady(0.01),
+        ab=_steady(0.01),
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["A/B *: * pairs, in turn (one daemon up at a time, restarted for each block of 3 windows)*"]
+    )
+    assert len(candidate.starts) >= 2 and len(baseline.starts) >= 2, (candidate.starts, baseline.starts)
+
+
+def test_the_same_seed_gives_the_same_order_and_the_order_is_in_abba_couples():
+    from itertools import islice
+
+    from pytest_cuzk.run.ab import pair_orders
+
+    first = list(islice(pair_orders(7), 40))
+    assert first == list(islice(pair_orders(7), 40))
+    assert first != list(islice(pair_orders(8), 40))
+    assert all(first[i] == first[i + 1][::-1] for i in range(0, 40, 2)), first
+    assert {"BC", "CB"} == {first[i] for i in range(0, 40, 2)}, "either build may open a couple"
+
+
+def test_the_results_database_holds_both_builds_and_the_paired_change(fake_run, tmp_path):
+    from pytest_cuzk.results.database import ResultsDB
+
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    result, _ = fake_run(
+        {"test_prove": PROVE_SOURCE},
+        *AB,
+        f"--cuzk-results-db={url}",
+        behaviour=_steady(0.01),
+        ab=_steady(0.01),
+    )
+    result.assert_outcomes(passed=1)
+    with ResultsDB(url) as db:
+        rows = {row.run.label: row for row in db.rows()}
+    assert set(rows) == {"local", "baseline"}
+    candidate, baseline = rows["local"].test, rows["baseline"].test
+    assert baseline.ab is None and baseline.proofs_ok >= 8 and baseline.proofs_per_hour
+    assert candidate.ab is not None and candidate.ab["seed"] == 7 and "baseline" not in candidate.ab
+    assert candidate.ab["throughput_ratio"] is not None and len(candidate.ab["log_ratios"]) >= 3
+
+
+def test_the_html_report_shows_both_builds_and_the_paired_change(fake_run, tmp_path):
+    from html.parser import HTMLParser
+
+    report = tmp_path / "report.html"
+    result, _ = fake_run(
+        {"test_prove": PROVE_SOURCE}, *AB, f"--cuzk-html={report}", behaviour=_steady(0.01), ab=_steady(0.01)
+    )
+    result.assert_outcomes(passed=1)
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lines: list[str] = []
+
+        def handle_data(self, data: str) -> None:
+            self.lines.append(" ".join(data.split()))
+
+    parser = Text()
+    parser.feed(report.read_text())
+    text = [line for line in parser.lines if line]
+    assert "test_prove[winning-batch1-j1] [baseline]" in text
+    assert "Daemon baseline" in text
+    pair = next(line for line in text if line.startswith("A/B, candidate against baseline ("))
+    assert re.search(
+        r"\): throughput [+-]\d+\.\d% \(95% CI .*\); \d+ pairs, side by side, seed 7, order ", pair
+    ), pair
+
+
+def test_a_daemon_that_hangs_during_a_pair_is_the_one_killed_and_the_other_is_not_blamed(fake_run):
+    result, (candidate, baseline) = fake_run(
+        {"test_prove": PROVE_SOURCE},
+        *AB,
+        "--cuzk-skip-warmup",  # the case's own proofs freeze it, not the warm-up
+        behaviour={"winning": FakeBehaviour(freeze=True)},
+        ab=_steady(0.01),
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*daemon hung: the fake is frozen during winning proof job*"])
+    assert len(candidate.state.restarts) == 1 and "hung" in candidate.state.restarts[0]
+    assert baseline.state.restarts == [] and baseline.state.out_of_service is None
