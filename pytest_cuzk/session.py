@@ -39,10 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CuzkSession"]
 
-_SCENARIO_TESTS = ("test_server", "test_priority", "test_sweep")  # the suite's load scenarios
-_SCENARIO_WORDS = ("server", "priority", "sweep", "under")  # what only their ids contain, not the cases'
-_SCENARIO_FILE = "test_scenarios.py"
-
 
 class CuzkSession:
     """Daemons, data and readiness for one pytest process, and the hooks that report on them."""
@@ -187,17 +183,11 @@ class CuzkSession:
         if not self.collected:
             return  # nothing of cuzk here: not even its modules are loaded
         from pytest_cuzk.run.cases import order_items
+        from pytest_cuzk.run.selection import marker_problems, unasked_scenarios
 
-        bad = [
-            f"{item.nodeid}: @pytest.mark.cuzk_kinds: {why}"
-            for item in items
-            for mark in item.iter_markers("cuzk_kinds")
-            for name in mark.args
-            if (why := _kind_problem(str(name)))
-        ]
-        if bad:  # a usage error, said as one (not an INTERNALERROR)
+        if bad := marker_problems(items):  # a usage error, said as one (not an INTERNALERROR)
             pytest.exit("; ".join(bad), returncode=pytest.ExitCode.USAGE_ERROR)
-        if left_out := self._unasked_scenarios(items):
+        if left_out := unasked_scenarios(self.config, self.settings.scenarios, items):
             self.config.hook.pytest_deselected(items=left_out)
             items[:] = [item for item in items if item not in left_out]
             self.notes.append(
@@ -206,35 +196,13 @@ class CuzkSession:
             )
         order_items(items)
 
-    def _unasked_scenarios(self, items: list[pytest.Item]) -> list[pytest.Item]:
-        """The packaged suite's load scenarios, unless --cuzk-scenarios, -k or a node id asks for them."""
-        keyword = str(self.config.option.keyword or "")
-        args = [str(a) for a in self.config.args]
-        named = any(word in keyword for word in _SCENARIO_WORDS) or any(
-            f"::{name}" in a for a in args for name in _SCENARIO_TESTS
-        )
-        if self.settings.scenarios or named or any(a.endswith(_SCENARIO_FILE) for a in args):
-            return []
-        suite = Path(__file__).parent / "suite"
-        return [
-            item
-            for item in items
-            if getattr(item, "originalname", None) in _SCENARIO_TESTS and item.path == suite / _SCENARIO_FILE
-        ]
-
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Only the kinds the run selected (``-k porep``, ``cuzk_kinds`` markers) get preload and warm-up."""
         if not self.collected:
             return
-        from pytest_cuzk.run.cases import item_case
+        from pytest_cuzk.run.selection import selected_kinds
 
-        from .wire.kinds import by_name
-
-        cases = [c for c in (item_case(i) for i in session.items) if c is not None]
-        kinds = {k.name for c in cases for k in c.kinds}
-        marked = (str(k) for i in session.items for m in i.iter_markers("cuzk_kinds") for k in m.args)
-        kinds |= {by_name(k).name for k in marked if _kind_problem(k) is None}  # the rest stop the run
-        if kinds:
+        if kinds := selected_kinds(session.items):
             self.selected_kinds = kinds
 
     @pytest.hookimpl(optionalhook=True)
@@ -399,13 +367,3 @@ def _first_line(report: pytest.TestReport) -> str:
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     lines = [line for line in report.longreprtext.splitlines() if line.strip()]
     return lines[-1].strip() if lines else "setup failed"
-
-
-def _kind_problem(name: str) -> str | None:
-    from pytest_cuzk.wire.kinds import UnknownKind, by_name
-
-    try:
-        by_name(name)
-    except UnknownKind as exc:
-        return str(exc)
-    return None

@@ -14,7 +14,8 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_cuzk.config.settings import THIS_DAEMON, Settings, daemon_value
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.config.values import THIS_DAEMON, daemon_value
 from pytest_cuzk.core.errors import CuzkError
 
 from ..wire.addresses import label_from_address, parse_address

@@ -7,9 +7,7 @@ then ini, then the default. Parsers take ``where`` so a bad value names its sour
 
 from __future__ import annotations
 
-import math
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,16 +20,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from pytest_cuzk.config import values
 from pytest_cuzk.config.options import OPTIONS, REF_PRESETS, option_value
-from pytest_cuzk.config.slo import Slo, parse_slo
-from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
-from pytest_cuzk.wire.redact import redact
-from pytest_cuzk.wire.units import parse_size, parse_thresholds
+from pytest_cuzk.config.slo import Slo
+from pytest_cuzk.wire.kinds import UnknownKind, by_name
 
-__all__ = ["THIS_DAEMON", "Settings", "check_paths", "daemon_value", "resolve_settings"]
+__all__ = ["Settings", "check_paths", "resolve_settings"]
 
 QUICK_CALL_S = 60.0
-MIN_INTERVAL_S = 0.005  # the memory sampler cannot sample faster
 HUNG_PROBE_S = 5.0
 MODES = ("auto", "spawn", "ref")
 AB_LAYOUTS = ("auto", "side-by-side", "in-turn")
@@ -112,165 +108,6 @@ class Settings:
         return bool(self.min_throughput or self.max_rss or self.max_vram or self.compare_fail)
 
 
-def _size(text: str, where: str) -> int:
-    if re.fullmatch(r"\s*[\d.]+\s*", str(text)):  # bytes by default: 200 would be 200 bytes, not 200 GiB
-        raise pytest.UsageError(f"Invalid size {text!r} from {where}: give its unit, e.g. {text.strip()}GiB")
-    try:
-        return parse_size(text, where)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from exc
-
-
-def _kind_map(text: str | None, where: str, parse: Any) -> dict[str, Any]:
-    """Parse ``KIND:VALUE,...`` (or a bare VALUE for every kind) into a dict keyed by kind name."""
-    if not text:
-        return {}
-    out: dict[str, Any] = {}
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if ":" in part:
-            name, value = part.split(":", 1)
-            try:
-                kind = by_name(name).name
-            except UnknownKind as exc:
-                raise pytest.UsageError(f"{where}: {exc}") from exc
-            out[kind] = parse(value, where)
-        else:
-            out.update({k: parse(part, where) for k in KINDS})
-    return out
-
-
-def _slo(text: str, where: str) -> Slo:
-    try:
-        return parse_slo(text, where)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from exc
-
-
-def _throughput(text: str, where: str) -> float:
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*/h\s*$", text)
-    if not m:
-        raise pytest.UsageError(
-            f"Invalid throughput {text!r} from {where}: use proofs per hour, e.g. porep:50/h"
-        )
-    return float(m.group(1))
-
-
-COMPARE_METRICS = ("throughput", "rss_peak", "vram_peak", "p50", "p90", "p99")
-
-
-def _compare_fail(text: str | None, where: str) -> dict[str, float]:
-    try:
-        return parse_thresholds(text or "", COMPARE_METRICS, where)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from exc
-
-
-def _ints(text: Any, where: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in str(text).split(",") if v.strip())
-    except ValueError as exc:
-        raise pytest.UsageError(f"Invalid list {text!r} from {where}: use comma-separated integers") from exc
-    if not values or min(values) < 1:
-        raise pytest.UsageError(f"Invalid list {text!r} from {where}: integers must be 1 or more")
-    return values
-
-
-def _float(text: Any, where: str) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError) as exc:
-        raise pytest.UsageError(f"Invalid number {text!r} from {where}") from exc
-    if not math.isfinite(value):  # nan passes every comparison, inf waits forever: neither is a bound
-        raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be a finite number above 0")
-    if value <= 0:
-        raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be above 0")
-    return value
-
-
-def _whole(text: Any, where: str) -> int:
-    value = _float(text, where)
-    if value != int(value):
-        raise pytest.UsageError(f"Invalid number {value!r} from {where}: use a whole number")
-    return int(value)
-
-
-def _interval(text: Any, where: str) -> float:
-    value = _float(text, where)
-    if value < MIN_INTERVAL_S:
-        raise pytest.UsageError(
-            f"Invalid interval {text!r} from {where}: the sampler needs {MIN_INTERVAL_S}s or more"
-        )
-    return value
-
-
-def _pairs(values: Any, where: str, what: str) -> dict[str, str]:
-    out = {}
-    for item in values or ():
-        key, sep, value = str(item).partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise pytest.UsageError(f"Invalid value {item!r} from {where}: use {what}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-THIS_DAEMON = ""  # the key of a bare --cuzk-label NAME or --cuzk-machine-id ID: the run's only daemon
-
-
-def _identities(values: Any, where: str, what: str, daemons: int) -> dict[str, str]:
-    """``ADDR=VALUE`` per daemon, or a bare ``VALUE`` (kept under THIS_DAEMON) when there is one daemon."""
-    bare = [v for v in values or () if "=" not in str(v) and str(v).strip()]
-    if bare and daemons > 1:
-        raise pytest.UsageError(f"Invalid value {bare[0]!r} from {where}: with several daemons use {what}")
-    out = _pairs([v for v in values or () if v not in bare], where, what)
-    return out | ({THIS_DAEMON: str(bare[-1]).strip()} if bare else {})
-
-
-def daemon_value(values: dict[str, str], address: str) -> str | None:
-    """What ``--cuzk-label`` or ``--cuzk-machine-id`` says of the daemon at ``address``."""
-    return values.get(address) or values.get(THIS_DAEMON)
-
-
-def _address(addr: str, where: str, hint: str) -> None:
-    from pytest_cuzk.wire.addresses import parse_address
-
-    try:
-        parse_address(addr)
-    except ValueError as exc:
-        raise pytest.UsageError(f"Invalid address {addr!r} from {where}: {hint} ({exc})") from exc
-
-
-def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
-    text = str(value).strip()
-    if text not in choices:
-        raise pytest.UsageError(f"Invalid value {text!r} from {where}: use one of {', '.join(choices)}")
-    return text
-
-
-def _results_db(value: Any, where: str) -> str:
-    """``default``, a SQLAlchemy URL or a database file's path; a bare word is a typo, not a file name."""
-    text = str(value).strip()
-    if "://" in text:
-        from sqlalchemy.exc import ArgumentError
-
-        from pytest_cuzk.results.database import normalize_url
-
-        try:
-            normalize_url(text)
-        except (ValueError, ArgumentError) as exc:  # a driver it lacks; a URL SQLAlchemy cannot parse
-            problem = redact(f"Invalid results database {text!r} from {where}: {exc}")
-            raise pytest.UsageError(problem) from None
-        return text
-    if text == "default" or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
-        return text
-    raise pytest.UsageError(
-        f"Invalid results database {redact(text)!r} from {where}: use default, a SQLAlchemy URL "
-        "(sqlite:///FILE, postgresql://USER@HOST/DB) or the path of a SQLite file (ending in .db)"
-    )
-
-
 def check_paths(s: Settings) -> None:
     """The files and directories the options name exist and are what they must be; at configure time."""
     for flag, binary in (("--cuzk-binary", s.binary), ("--cuzk-ab-binary", s.ab_binary)):
@@ -313,10 +150,10 @@ def resolve_settings(config: pytest.Config) -> Settings:
         value, source = raw[name]
         if value is not None and not str(value).strip():
             raise pytest.UsageError(f"--cuzk-{name} is empty (from {source}): give a path, or leave it out")
-    daemon, attach = _daemon(*raw["daemon"], MODES, "ADDR[,ADDR...]")
-    _address(str(raw["addr"][0]), raw["addr"][1], "use IP:port, host:port or unix:///path")
+    daemon, attach = values.daemon(*raw["daemon"], MODES, "ADDR[,ADDR...]")
+    values.address(str(raw["addr"][0]), raw["addr"][1], "use IP:port, host:port or unix:///path")
     inputs = {}
-    for name, value in _pairs(raw["input"][0], raw["input"][1], "KIND=PATH").items():
+    for name, value in values.pairs(raw["input"][0], raw["input"][1], "KIND=PATH").items():
         try:
             inputs[by_name(name).name] = Path(value).expanduser()
         except UnknownKind as exc:
@@ -326,7 +163,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"Invalid value {lowmem!r} from {raw['lowmem-warmup'][1]}: use auto, on or off"
         )
-    proofs, max_proofs = (_whole(*raw[name]) for name in ("proofs", "max-proofs"))
+    proofs, max_proofs = (values.whole(*raw[name]) for name in ("proofs", "max-proofs"))
     if max_proofs < proofs:
         why = f"below the minimum of {proofs} proofs ({raw['proofs'][1]})"
         raise pytest.UsageError(f"Invalid number {max_proofs} from {raw['max-proofs'][1]}: {why}")
@@ -342,53 +179,42 @@ def resolve_settings(config: pytest.Config) -> Settings:
         manifest=path("manifest"),
         inputs=inputs,
         offline=bool(raw["offline"][0]),
-        download_stall=_float(*raw["download-stall"]),
-        download_timeout=_float(*raw["download-timeout"]),
+        download_stall=values.number(*raw["download-stall"]),
+        download_timeout=values.number(*raw["download-timeout"]),
         allow_missing=bool(raw["allow-missing"][0]),
         scenarios=bool(raw["scenarios"][0]),
         requested=any(not where.startswith("default of") for _, where in raw.values()),
         skip_warmup=bool(raw["skip-warmup"][0]),
         lowmem_warmup=lowmem,
-        preset=_choice(*raw["preset"], REF_PRESETS),
-        start_timeout=_float(raw["start-timeout"][0], raw["start-timeout"][1]),
-        ready_timeout=_float(raw["ready-timeout"][0], raw["ready-timeout"][1]),
-        warmup_timeout=_float(raw["warmup-timeout"][0], raw["warmup-timeout"][1]),
-        proof_timeout=_float(raw["proof-timeout"][0], raw["proof-timeout"][1]),
-        batch_sizes=_ints(raw["batch-sizes"][0], raw["batch-sizes"][1]),
-        concurrency=_ints(raw["concurrency"][0], raw["concurrency"][1]),
+        preset=values.choice(*raw["preset"], REF_PRESETS),
+        start_timeout=values.number(raw["start-timeout"][0], raw["start-timeout"][1]),
+        ready_timeout=values.number(raw["ready-timeout"][0], raw["ready-timeout"][1]),
+        warmup_timeout=values.number(raw["warmup-timeout"][0], raw["warmup-timeout"][1]),
+        proof_timeout=values.number(raw["proof-timeout"][0], raw["proof-timeout"][1]),
+        batch_sizes=values.ints(raw["batch-sizes"][0], raw["batch-sizes"][1]),
+        concurrency=values.ints(raw["concurrency"][0], raw["concurrency"][1]),
         proofs=proofs,
-        sample_interval=_interval(raw["sample-interval"][0], raw["sample-interval"][1]),
+        sample_interval=values.interval(raw["sample-interval"][0], raw["sample-interval"][1]),
         max_proofs=max_proofs,
-        case_budget=_float(*raw["case-budget"]),
-        window=_float(*raw["window"]),
-        stability=_float(*raw["stability"]),
-        min_throughput=_kind_map(raw["min-throughput"][0], raw["min-throughput"][1], _throughput),
-        max_rss=_kind_map(raw["max-rss"][0], raw["max-rss"][1], _size),
-        max_vram=_kind_map(raw["max-vram"][0], raw["max-vram"][1], _size),
-        compare_fail=_compare_fail(raw["compare-fail"][0], raw["compare-fail"][1]),
+        case_budget=values.number(*raw["case-budget"]),
+        window=values.number(*raw["window"]),
+        stability=values.number(*raw["stability"]),
+        min_throughput=values.kind_map(raw["min-throughput"][0], raw["min-throughput"][1], values.throughput),
+        max_rss=values.kind_map(raw["max-rss"][0], raw["max-rss"][1], values.size),
+        max_vram=values.kind_map(raw["max-vram"][0], raw["max-vram"][1], values.size),
+        compare_fail=values.compare_fail(raw["compare-fail"][0], raw["compare-fail"][1]),
         baseline=path("baseline"),
         plots=path("plots"),
         html=path("html"),
-        labels=_identities(*raw["label"], "ADDR=NAME", len(attach)),
-        host_ids=_identities(*raw["machine-id"], "ADDR=ID", len(attach)),
-        status=_identities(*raw["status"], "ADDR=HOST:PORT", len(attach)),
-        results_db=_results_db(results_db, raw["results-db"][1]) if results_db else None,
-        slo=_kind_map(raw["slo"][0], raw["slo"][1], _slo),
-        scenario_budget=_float(*raw["scenario-budget"]),
-        background_in_flight=_whole(*raw["background-in-flight"]),
+        labels=values.identities(*raw["label"], "ADDR=NAME", len(attach)),
+        host_ids=values.identities(*raw["machine-id"], "ADDR=ID", len(attach)),
+        status=values.identities(*raw["status"], "ADDR=HOST:PORT", len(attach)),
+        results_db=values.results_db(results_db, raw["results-db"][1]) if results_db else None,
+        slo=values.kind_map(raw["slo"][0], raw["slo"][1], values.slo),
+        scenario_budget=values.number(*raw["scenario-budget"]),
+        background_in_flight=values.whole(*raw["background-in-flight"]),
         **_ab(raw, attach, path),
     )
-
-
-def _daemon(value: Any, where: str, modes: tuple[str, ...], addresses: str) -> tuple[str, tuple[str, ...]]:
-    """A daemon named by mode or by address(es): (mode, addresses), the mode ``attach`` for addresses."""
-    text = str(value).strip()
-    if text.lower() in modes:
-        return text.lower(), ()
-    attach = tuple(a.strip() for a in text.split(",") if a.strip())
-    for addr in attach or (text,):
-        _address(addr, where, f"use {', '.join(modes)} or {addresses}")
-    return "attach", attach
 
 
 def _ab(raw: dict[str, tuple[Any, str]], candidates: tuple[str, ...], path: Any) -> dict[str, Any]:
@@ -398,12 +224,12 @@ def _ab(raw: dict[str, tuple[Any, str]], candidates: tuple[str, ...], path: Any)
         if given := [raw[n][1] for n in ("ab-binary", "ab-config", "ab-seed") if raw[n][0] is not None]:
             raise pytest.UsageError(f"{given[0]} needs --cuzk-ab: name the baseline daemon")
         return {}
-    mode, attach = _daemon(value, where, ("spawn", "ref"), "one ADDR")
+    mode, attach = values.daemon(value, where, ("spawn", "ref"), "one ADDR")
     if len(attach) > 1 or len(candidates) > 1:
         raise pytest.UsageError(f"{where}: A/B pairs one candidate daemon with one baseline, not several")
     if (raw["ab-binary"][0] is not None) != (mode == "spawn"):
         raise pytest.UsageError(f"{where}: --cuzk-ab=spawn takes the baseline's binary from --cuzk-ab-binary")
-    seed = _whole(*raw["ab-seed"]) if raw["ab-seed"][0] is not None else None
-    layout = _choice(*raw["ab-layout"], AB_LAYOUTS)
+    seed = values.whole(*raw["ab-seed"]) if raw["ab-seed"][0] is not None else None
+    layout = values.choice(*raw["ab-layout"], AB_LAYOUTS)
     return dict(ab=mode, ab_attach=attach, ab_binary=path("ab-binary"), ab_config=path("ab-config"),
                 ab_layout=layout, ab_seed=seed)  # fmt: skip

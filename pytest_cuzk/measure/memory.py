@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import psutil
 
-from pytest_cuzk.config.settings import MIN_INTERVAL_S
+from pytest_cuzk.config.values import MIN_INTERVAL_S
 from pytest_cuzk.host.nvml import nvml_handles, nvml_session
 from pytest_cuzk.host.proctree import HwmScope, ProcessTree, ProcFile, available_bytes, host_busy_s
 from pytest_cuzk.measure.gpu import IDLE_UTIL_PCT, GpuFigures, GpuReader, GpuReading, known, mean

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from pytest_cuzk.backends.protocol import DaemonBackend
-from pytest_cuzk.config.settings import Settings, daemon_value
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.config.values import daemon_value
 from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkWarning, DaemonExited, DaemonHung, DaemonUnavailable
 from pytest_cuzk.daemon.client import ProvingClient

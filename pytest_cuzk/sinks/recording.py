@@ -14,7 +14,8 @@ import pytest
 
 from pytest_cuzk.backends.choice import AB_LABEL
 from pytest_cuzk.backends.protocol import DaemonBackend
-from pytest_cuzk.config.settings import Settings, daemon_value
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.config.values import daemon_value
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.results.rows import RunRecord, TestRecord

@@ -1,0 +1,192 @@
+"""Parsers for one option's value each: a bad value is a ``pytest.UsageError`` naming its source.
+
+Each takes ``where`` (the flag, variable or ini key the value came from) so the message can say
+which to fix.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+
+from pytest_cuzk.config.slo import Slo, parse_slo
+from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
+from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.wire.units import parse_size, parse_thresholds
+
+__all__ = ["COMPARE_METRICS", "MIN_INTERVAL_S", "THIS_DAEMON", "daemon_value"]  # parsers: values.NAME
+
+MIN_INTERVAL_S = 0.005  # the memory sampler cannot sample faster
+
+
+def size(text: str, where: str) -> int:
+    if re.fullmatch(r"\s*[\d.]+\s*", str(text)):  # bytes by default: 200 would be 200 bytes, not 200 GiB
+        raise pytest.UsageError(f"Invalid size {text!r} from {where}: give its unit, e.g. {text.strip()}GiB")
+    try:
+        return parse_size(text, where)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def kind_map(text: str | None, where: str, parse: Any) -> dict[str, Any]:
+    """Parse ``KIND:VALUE,...`` (or a bare VALUE for every kind) into a dict keyed by kind name."""
+    if not text:
+        return {}
+    out: dict[str, Any] = {}
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if ":" in part:
+            name, value = part.split(":", 1)
+            try:
+                kind = by_name(name).name
+            except UnknownKind as exc:
+                raise pytest.UsageError(f"{where}: {exc}") from exc
+            out[kind] = parse(value, where)
+        else:
+            out.update({k: parse(part, where) for k in KINDS})
+    return out
+
+
+def slo(text: str, where: str) -> Slo:
+    try:
+        return parse_slo(text, where)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def throughput(text: str, where: str) -> float:
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*/h\s*$", text)
+    if not m:
+        raise pytest.UsageError(
+            f"Invalid throughput {text!r} from {where}: use proofs per hour, e.g. porep:50/h"
+        )
+    return float(m.group(1))
+
+
+COMPARE_METRICS = ("throughput", "rss_peak", "vram_peak", "p50", "p90", "p99")
+
+
+def compare_fail(text: str | None, where: str) -> dict[str, float]:
+    try:
+        return parse_thresholds(text or "", COMPARE_METRICS, where)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def ints(text: Any, where: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in str(text).split(",") if v.strip())
+    except ValueError as exc:
+        raise pytest.UsageError(f"Invalid list {text!r} from {where}: use comma-separated integers") from exc
+    if not values or min(values) < 1:
+        raise pytest.UsageError(f"Invalid list {text!r} from {where}: integers must be 1 or more")
+    return values
+
+
+def number(text: Any, where: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError) as exc:
+        raise pytest.UsageError(f"Invalid number {text!r} from {where}") from exc
+    if not math.isfinite(value):  # nan passes every comparison, inf waits forever: neither is a bound
+        raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be a finite number above 0")
+    if value <= 0:
+        raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be above 0")
+    return value
+
+
+def whole(text: Any, where: str) -> int:
+    value = number(text, where)
+    if value != int(value):
+        raise pytest.UsageError(f"Invalid number {value!r} from {where}: use a whole number")
+    return int(value)
+
+
+def interval(text: Any, where: str) -> float:
+    value = number(text, where)
+    if value < MIN_INTERVAL_S:
+        raise pytest.UsageError(
+            f"Invalid interval {text!r} from {where}: the sampler needs {MIN_INTERVAL_S}s or more"
+        )
+    return value
+
+
+def pairs(values: Any, where: str, what: str) -> dict[str, str]:
+    out = {}
+    for item in values or ():
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise pytest.UsageError(f"Invalid value {item!r} from {where}: use {what}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+THIS_DAEMON = ""  # the key of a bare --cuzk-label NAME or --cuzk-machine-id ID: the run's only daemon
+
+
+def identities(values: Any, where: str, what: str, daemons: int) -> dict[str, str]:
+    """``ADDR=VALUE`` per daemon, or a bare ``VALUE`` (kept under THIS_DAEMON) when there is one daemon."""
+    bare = [v for v in values or () if "=" not in str(v) and str(v).strip()]
+    if bare and daemons > 1:
+        raise pytest.UsageError(f"Invalid value {bare[0]!r} from {where}: with several daemons use {what}")
+    out = pairs([v for v in values or () if v not in bare], where, what)
+    return out | ({THIS_DAEMON: str(bare[-1]).strip()} if bare else {})
+
+
+def daemon_value(values: dict[str, str], address: str) -> str | None:
+    """What ``--cuzk-label`` or ``--cuzk-machine-id`` says of the daemon at ``address``."""
+    return values.get(address) or values.get(THIS_DAEMON)
+
+
+def address(addr: str, where: str, hint: str) -> None:
+    from pytest_cuzk.wire.addresses import parse_address
+
+    try:
+        parse_address(addr)
+    except ValueError as exc:
+        raise pytest.UsageError(f"Invalid address {addr!r} from {where}: {hint} ({exc})") from exc
+
+
+def choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+    text = str(value).strip()
+    if text not in choices:
+        raise pytest.UsageError(f"Invalid value {text!r} from {where}: use one of {', '.join(choices)}")
+    return text
+
+
+def results_db(value: Any, where: str) -> str:
+    """``default``, a SQLAlchemy URL or a database file's path; a bare word is a typo, not a file name."""
+    text = str(value).strip()
+    if "://" in text:
+        from sqlalchemy.exc import ArgumentError
+
+        from pytest_cuzk.results.database import normalize_url
+
+        try:
+            normalize_url(text)
+        except (ValueError, ArgumentError) as exc:  # a driver it lacks; a URL SQLAlchemy cannot parse
+            problem = redact(f"Invalid results database {text!r} from {where}: {exc}")
+            raise pytest.UsageError(problem) from None
+        return text
+    if text == "default" or "/" in text or text.endswith((".db", ".sqlite", ".sqlite3")):
+        return text
+    raise pytest.UsageError(
+        f"Invalid results database {redact(text)!r} from {where}: use default, a SQLAlchemy URL "
+        "(sqlite:///FILE, postgresql://USER@HOST/DB) or the path of a SQLite file (ending in .db)"
+    )
+
+
+def daemon(value: Any, where: str, modes: tuple[str, ...], addresses: str) -> tuple[str, tuple[str, ...]]:
+    """A daemon named by mode or by address(es): (mode, addresses), the mode ``attach`` for addresses."""
+    text = str(value).strip()
+    if text.lower() in modes:
+        return text.lower(), ()
+    attach = tuple(a.strip() for a in text.split(",") if a.strip())
+    for addr in attach or (text,):
+        address(addr, where, f"use {', '.join(modes)} or {addresses}")
+    return "attach", attach
