@@ -87,7 +87,8 @@ def test_bad_values_name_their_source(pytester, args, message):
 
 def test_the_ab_baseline_is_named_like_the_candidate(pytester, tmp_path):
     from pytest_cuzk.backends.choice import AB_LABEL, baseline_settings
-    from pytest_cuzk.config.values import THIS_DAEMON, check_paths
+    from pytest_cuzk.config.settings import check_paths
+    from pytest_cuzk.config.values import THIS_DAEMON
 
     (tmp_path / "slow.toml").write_text("[ref.faults]\nslow_factor = 1.15\n")
     s = resolve_settings(
