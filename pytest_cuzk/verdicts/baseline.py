@@ -60,10 +60,12 @@ class Baseline:
         self.settings = settings
         self.file = load_baseline(settings.baseline) if settings.baseline else None
         self.unsaved: str | None = None  # the name a failed run would have been saved under
-        if settings.compare_fail and self.file is None and not compat.compare_asked(config):
+        compared = self.file is not None or settings.ab is not None or compat.compare_asked(config)
+        if settings.compare_fail and not compared:  # with --cuzk-ab, the baseline daemon is the comparison
             raise CuzkError(
                 "--cuzk-compare-fail needs a run to compare with: pass --benchmark-compare=NAME (a run "
-                "saved with --benchmark-save=NAME) or --cuzk-baseline FILE"
+                "saved with --benchmark-save=NAME), --cuzk-baseline FILE, or --cuzk-ab=SPEC (a baseline "
+                "build measured beside this one)"
             )
 
     def run(self) -> SavedRun | None:

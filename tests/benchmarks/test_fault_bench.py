@@ -156,9 +156,7 @@ def test_peers_at_the_auto_address(pytester: pytest.Pytester) -> None:
     }
     try:
         for name, port in peers.items():
-            settings = resolve_settings(
-                pytester.parseconfig(f"--cuzk-addr=127.0.0.1:{port}", "--cuzk-binary=")
-            )
+            settings = resolve_settings(pytester.parseconfig(f"--cuzk-addr=127.0.0.1:{port}"))
             started = time.monotonic()
             try:
                 outcome = f"chose {choose(settings, Workspace()).mode}"

@@ -8,7 +8,8 @@ import pytest
 from support import PROVE_SOURCE
 
 from pytest_cuzk.config.options import renamed
-from pytest_cuzk.config.values import THIS_DAEMON, daemon_value, resolve_settings
+from pytest_cuzk.config.settings import resolve_settings
+from pytest_cuzk.config.values import THIS_DAEMON, daemon_value
 from pytest_cuzk.results.database import ResultsDB
 
 MIB = 2**20

@@ -144,7 +144,7 @@ def test_auto_fails_on_an_address_that_answers_not_as_cuzk_instead_of_falling_ba
     pytester.makepyfile(test_prove=PROVE_SOURCE)
     start = time.monotonic()
     result = pytester.runpytest_subprocess(
-        "--cuzk-daemon=auto", f"--cuzk-addr=127.0.0.1:{port}", "--cuzk-binary=", *WINNING, timeout=60
+        "--cuzk-daemon=auto", f"--cuzk-addr=127.0.0.1:{port}", *WINNING, timeout=60
     )
     assert time.monotonic() - start < 30
     assert result.ret != 0

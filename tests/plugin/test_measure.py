@@ -87,7 +87,7 @@ def test_a_daemon_that_will_not_settle_stops_at_the_budget(daemon, pytester):
 
     start = time.monotonic()
     result = measure(daemon, pytester, plan(budget_s=1.5, stability_pct=5.0), request_hook=alternate)
-    assert time.monotonic() - start < 1.6, "no wave starts that would overrun the budget"
+    assert time.monotonic() - start < 2.0, "no wave starts that would overrun the budget (0.5 s of slack)"
     assert not result.stabilised and result.windows >= 3
     assert result.stop_reason == "the 1.5 s time budget (--cuzk-case-budget) would be overrun"
 
