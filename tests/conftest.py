@@ -31,15 +31,37 @@ else:
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
-# Folders whose tests carry a mark by where they live: ``-m "not e2e and not packaging"`` is the quick loop.
+# Folders whose tests carry a mark by where they live. The end-to-end and packaging tiers take
+# minutes (subprocess pytest runs, real daemons, wheels and venvs): `pytest tests` leaves them out
+# unless -m or a path inside them asks; `-m "e2e or packaging"` runs them (.ci/run runs both tiers).
 FOLDER_MARKS = {"e2e": "e2e", "packaging": "packaging", "gpu": "gpu"}
+SYSTEM_TIERS = ("e2e", "packaging")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         folder = item.path.relative_to(HERE).parts[0] if HERE in item.path.parents else ""
         if folder in FOLDER_MARKS:
             item.add_marker(FOLDER_MARKS[folder])
+    if config.option.markexpr:
+        return  # the run chose its tiers
+    named = [Path(str(a).split("::")[0]).resolve() for a in config.args]
+    inside = {HERE / t for t in SYSTEM_TIERS if any(HERE / t == n or HERE / t in n.parents for n in named)}
+
+    def system(item: pytest.Item) -> bool:
+        asked = any(folder in item.path.parents for folder in inside) or any(item.path == n for n in named)
+        return not asked and any(item.get_closest_marker(t) for t in SYSTEM_TIERS)
+
+    if any(system(item) for item in items):
+        config.hook.pytest_deselected(items=[item for item in items if system(item)])
+        items[:] = [item for item in items if not system(item)]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Said on the controller too (under xdist it does not collect): which tiers this run leaves out."""
+    if config.option.markexpr:
+        return None
+    return "end-to-end and packaging tests run only when asked: pytest tests -n 2 -m 'e2e or packaging'"
 
 
 @pytest.fixture(scope="session")

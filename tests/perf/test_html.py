@@ -26,6 +26,7 @@ def text(element) -> str:
     return element.get_attribute("textContent")
 
 
+@pytest.mark.e2e  # a subprocess pytest run on real daemons: the end-to-end tier
 def test_a_reference_engine_run_shows_its_build_and_memory_over_time(inner, tmp_path, browser):
     page = tmp_path / "ref.html"
     args = (

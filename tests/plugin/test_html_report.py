@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import browser as chromium
+import pytest
 from support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
@@ -72,6 +73,7 @@ def test_the_report_shows_each_case_why_one_failed_and_what_did_not_run(fake_run
     browser.screenshot(tmp_path / "report.png")
 
 
+@pytest.mark.e2e  # a subprocess pytest run on real daemons: the end-to-end tier
 def test_an_xdist_run_gives_one_report_with_every_workers_memory_charts(pytester, monkeypatch, browser):
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)

@@ -42,6 +42,7 @@ def test_redact_masks_passwords_and_secret_parameters_only(url, shown):
     assert redact(url) == shown
 
 
+@pytest.mark.e2e  # a subprocess pytest run on real daemons: the end-to-end tier
 def test_a_planted_password_reaches_no_output(inner, pytester):
     pytest.importorskip("psycopg", reason="the postgresql:// DSN needs the psycopg driver to be tried")
     data = pytester.path / "data"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from support import PROVE_SOURCE, QUICK_PLAN, SCENARIOS_SOURCE
 
 FAKE_PER_WORKER = """
@@ -17,6 +18,7 @@ def pytest_cuzk_make_backends(config, settings, workspace):
 """
 
 
+@pytest.mark.e2e  # a subprocess pytest run on real daemons: the end-to-end tier
 def test_workers_figures_and_counters_reach_one_summary(pytester, monkeypatch):
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
@@ -33,6 +35,7 @@ def test_workers_figures_and_counters_reach_one_summary(pytester, monkeypatch):
     assert summary.count("cold start [local batch 1]") == 2, "one cold start per worker's daemon"
 
 
+@pytest.mark.e2e  # a subprocess pytest run on real daemons: the end-to-end tier
 def test_each_worker_runs_its_scenarios_on_its_own_daemon_and_one_summary_says_them(pytester, monkeypatch):
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
