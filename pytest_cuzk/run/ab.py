@@ -12,9 +12,11 @@ host's memory cannot hold both (the baseline would need about the candidate's wa
 each block, and a pair is two adjacent blocks of ``BLOCK_WINDOWS`` windows: coarser, so a
 restart's cost is spread over more proving.
 
-The pair runs within twice ``--cuzk-case-budget`` (each build measures about as long as a single
-run would) and stops once the paired change's 95% interval is within half the throughput limit
-of ``--cuzk-compare-fail`` (±2.5% without one) over at least ``PRECISE_WINDOWS`` pairs.
+After at least ``PRECISE_WINDOWS`` pairs the pair stops once the gate is decided: the paired
+change's 95% interval wholly beyond or wholly within the throughput limit of
+``--cuzk-compare-fail``, or its half-width within ``stats.PRECISE_SHARE`` of it (±2.5% without a
+limit), where the point estimate decides. Undecided, it measures up to ``BUDGETS`` times
+``--cuzk-case-budget``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import psutil
 
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure import stats
+from pytest_cuzk.measure.figures import METRICS, regression
 from pytest_cuzk.measure.paired import BASELINE, CANDIDATE, PairedAB
 from pytest_cuzk.run.casefigures import case_figures, case_samples
 from pytest_cuzk.run.plan import PRECISE_WINDOWS, SAVED_PRECISION, Measurement, Plan, PlanDone, drive
@@ -46,7 +49,15 @@ __all__ = ["BLOCK_WINDOWS", "MEMORY_HEADROOM", "choose_layout", "measure_pair", 
 
 BLOCK_WINDOWS = 3
 MEMORY_HEADROOM = 1.5
+BUDGETS = 3  # an undecided pair may measure this many case budgets: each build 1.5 single runs'
 SIDE_BY_SIDE, IN_TURN = "side-by-side", "in-turn"
+
+
+def _worse_pct(ratio: float) -> float:
+    """A candidate/baseline throughput ratio as the percent the candidate is worse."""
+    worse = regression(METRICS["throughput"], 1.0, ratio)
+    assert worse is not None, "a ratio to 1 is always comparable"
+    return worse
 
 
 def pair_orders(seed: int) -> Iterator[str]:
@@ -113,12 +124,20 @@ class Interleaving:
     """The pair's rounds: each candidate wave is a pytest-benchmark round; the baseline's run in its setup."""
 
     def __init__(
-        self, host: CaseHost, case: Case, plan: Plan, layout: str, seed: int, sides: list[_Side]
+        self,
+        host: CaseHost,
+        case: Case,
+        plan: Plan,
+        layout: str,
+        seed: int,
+        sides: list[_Side],
+        limit: float | None = None,
     ) -> None:
         self.host, self.case, self.plan, self.layout, self.seed = host, case, plan, layout, seed
         self.sides = {side.letter: side for side in sides}
         self.block = BLOCK_WINDOWS if layout == IN_TURN else 1
-        self.precision = dict(plan.precision).get("throughput") or dict(SAVED_PRECISION)["throughput"]
+        self.limit = limit
+        self.precision = stats.PRECISE_SHARE * limit if limit else dict(SAVED_PRECISION)["throughput"]
         self.orders: list[str] = []
         self.stop_reason = ""
         self.current: _Side | None = None  # the build proving now: a death or a hang is its daemon's
@@ -174,11 +193,17 @@ class Interleaving:
             return ""
         change = self.change()
         if change is not None and change.interval is not None and pairs >= PRECISE_WINDOWS:
-            half = (change.interval[1] - change.interval[0]) / 2 / change.ratio * 100
+            lo, hi = sorted(_worse_pct(r) for r in change.interval)
+            half = (hi - lo) / 2
+            if self.limit is not None and (lo > self.limit or hi < self.limit):
+                side = "beyond" if lo > self.limit else "within"
+                return f"the paired change wholly {side} the {self.limit:g}% limit after {pairs} pairs"
             if half <= self.precision:
                 return f"the paired change within ±{half:.1f}% after {pairs} pairs"
-        if elapsed + elapsed / pairs > 2 * self.plan.budget_s:
-            return f"twice the {self.plan.budget_s:g} s time budget (--cuzk-case-budget) would be overrun"
+        cap = BUDGETS * self.plan.budget_s
+        if elapsed + elapsed / pairs > cap:
+            budget = f"{self.plan.budget_s:g} s time budget (--cuzk-case-budget)"
+            return f"{BUDGETS} times the {budget} would be overrun"
         return ""
 
     def change(self) -> stats.PairedRatio | None:
@@ -244,7 +269,7 @@ def measure_pair(
     seed = s.ab_seed if s.ab_seed is not None else random.SystemRandom().randrange(1, 2**31)
     layout = choose_layout(s.ab_layout, candidate, baseline, psutil.virtual_memory().available)
     sides = [_Side(CANDIDATE, candidate), _Side(BASELINE, baseline)]
-    pair = Interleaving(host, case, plan, layout, seed, sides)
+    pair = Interleaving(host, case, plan, layout, seed, sides, s.compare_fail.get("throughput"))
     try:
         if layout == SIDE_BY_SIDE:  # the candidate is up (the test's fixture): the baseline beside it
             for side in sides:

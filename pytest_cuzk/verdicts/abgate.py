@@ -1,7 +1,9 @@
 """The A/B gate: ``--cuzk-compare-fail`` applied to a case measured on two builds in pairs (``--cuzk-ab``).
 
 As against a saved baseline, a change fails only when it is beyond its limit and significant:
-p < 0.05 and the 95% interval wholly beyond the limit. Throughput is judged on the pairs (the
+p < 0.05 and the 95% interval wholly beyond the limit, or, once the pairs put the interval's
+half-width within ``stats.PRECISE_SHARE`` of the limit, the point estimate beyond it (drift cancels in
+pairs, so sampling noise alone is left, and that precision bounds it). Throughput is judged on the pairs (the
 mean log-ratio of the windows measured through the same minutes, Student's t), so a drift of the
 host that moved both builds cancels; latency percentiles on both builds' proofs, and RSS and
 VRAM peaks as measured, each build's its own. A baseline whose own proofs failed gives no ground
@@ -40,7 +42,8 @@ def _paired_throughput(figures: Figures, ab: PairedAB, limit: float) -> Change:
         ci = (min(lo, hi), max(lo, hi))
     worse = regression(metric, 1.0, ab.throughput_ratio)
     tested = ab.pairs >= stats.MIN_INTERVAL_SAMPLES
-    return Change(metric, before, after, limit, worse, ci, ab.p_value, tested=tested)
+    precise = ci is not None and (ci[1] - ci[0]) / 2 <= stats.PRECISE_SHARE * limit
+    return Change(metric, before, after, limit, worse, ci, ab.p_value, tested=tested, precise=precise)
 
 
 def ab_changes(figures: Figures, limits: dict[str, float]) -> list[Change]:

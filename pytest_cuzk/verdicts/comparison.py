@@ -5,9 +5,10 @@ A figure estimated from samples (throughput from the measurement windows, a late
 from the proofs) regresses only when the change is beyond the limit and significant: its
 estimator's test finds the two runs different (p < 0.05; Welch's t-test for throughput, the
 Mann–Whitney U test for a percentile) and the 95% interval of the change lies wholly beyond the
-limit. Beyond the limit but not significant is reported as
-such, and fails nothing. A peak (RSS, VRAM) is one value per run, the most the host had to hold,
-and is compared as measured.
+limit. Measured in interleaved pairs (``--cuzk-ab``), where the host's drift cancels, a change
+whose interval is within ``stats.PRECISE_SHARE`` of the limit is judged on its point estimate
+instead. Beyond the limit but not significant is reported as such, and fails nothing. A peak
+(RSS, VRAM) is one value per run, the most the host had to hold, and is compared as measured.
 
 Samples of one run say nothing of what changed between two runs on a shared host: when other
 processes kept the host's CPUs busier during the new run than during the baseline (by more than
@@ -55,6 +56,7 @@ class Change:
     p_value: float | None = None
     tested: bool = False  # both sides had samples to test
     others_pct: tuple[float | None, float | None] = (None, None)  # before, after
+    precise: bool = False  # measured in pairs to within stats.PRECISE_SHARE of the limit (an A/B case)
 
     @property
     def verdict(self) -> Verdict:
@@ -65,7 +67,7 @@ class Change:
         if self.metric.sample is None:
             return "regressed"  # a peak: compared as measured
         significant = self.p_value is not None and self.p_value < stats.ALPHA
-        beyond = self.ci_pct is not None and self.ci_pct[0] > self.limit
+        beyond = self.ci_pct is not None and (self.ci_pct[0] > self.limit or self.precise)
         if not (self.tested and significant and beyond):
             return "not significant"
         return "confounded" if self.busier else "regressed"
