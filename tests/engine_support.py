@@ -47,13 +47,18 @@ class RefData:
         req = build_request(
             KINDS[kind], self.root / entry["file"], entry.get("request", {}), request_id=request_id
         )
-        for name, value in fields.items():
-            if name == "vanilla_proofs":
-                del req.vanilla_proofs[:]
-                req.vanilla_proofs.extend(value)
-            else:
-                setattr(req, name, value)
+        set_fields(req, **fields)
         return req
+
+
+def set_fields(req: Any, **fields: Any) -> None:
+    """Override a request's fields; a repeated one (``vanilla_proofs``) is replaced whole."""
+    for name, value in fields.items():
+        if name == "vanilla_proofs":
+            del req.vanilla_proofs[:]
+            req.vanilla_proofs.extend(value)
+        else:
+            setattr(req, name, value)
 
 
 def short_socket_dir() -> Path:

@@ -7,6 +7,7 @@ import json
 import sys
 
 import pytest
+from engine_support import set_fields
 
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
@@ -147,15 +148,7 @@ def _c1(wrapper=None, inner_changes=None, raw_inner=None):
 
 
 def _set(**fields):
-    def build(req):
-        for k, v in fields.items():
-            if k == "vanilla_proofs":
-                del req.vanilla_proofs[:]
-                req.vanilla_proofs.extend(v)
-            else:
-                setattr(req, k, v)
-
-    return build
+    return lambda req: set_fields(req, **fields)
 
 
 BAD = [
