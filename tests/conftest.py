@@ -52,9 +52,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         asked = any(folder in item.path.parents for folder in inside) or any(item.path == n for n in named)
         return not asked and any(item.get_closest_marker(t) for t in SYSTEM_TIERS)
 
-    if any(system(item) for item in items):
-        config.hook.pytest_deselected(items=[item for item in items if system(item)])
-        items[:] = [item for item in items if not system(item)]
+    left_out = [system(item) for item in items]
+    if any(left_out):
+        config.hook.pytest_deselected(items=[item for item, out in zip(items, left_out, strict=True) if out])
+        items[:] = [item for item, out in zip(items, left_out, strict=True) if not out]
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

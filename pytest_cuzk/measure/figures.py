@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.measure.memory import MemoryReport
     from pytest_cuzk.measure.paired import PairedAB
 
-__all__ = ["METRICS", "Figures", "Metric", "ProofTimings", "Samples", "regression"]
+__all__ = ["METRICS", "Figures", "Metric", "ProofTimings", "Samples", "regression", "worse_interval"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,13 @@ def regression(metric: Metric, before: float | None, after: float | None) -> flo
         return None
     change = (after - before) / before * 100
     return -change if metric.higher_is_better else change
+
+
+def worse_interval(metric: Metric, ratio: tuple[float, float]) -> tuple[float, float]:
+    """An interval of after/before as percent worse, the lower end first."""
+    lo, hi = (regression(metric, 1.0, r) for r in ratio)
+    assert lo is not None and hi is not None, "a ratio to 1 is always comparable"
+    return min(lo, hi), max(lo, hi)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import psutil
 
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure import stats
-from pytest_cuzk.measure.figures import METRICS, regression
+from pytest_cuzk.measure.figures import METRICS, worse_interval
 from pytest_cuzk.measure.paired import BASELINE, CANDIDATE, PairedAB
 from pytest_cuzk.run.casefigures import case_figures, case_samples
 from pytest_cuzk.run.plan import PRECISE_WINDOWS, SAVED_PRECISION, Measurement, Plan, PlanDone, drive
@@ -51,13 +51,6 @@ BLOCK_WINDOWS = 3
 MEMORY_HEADROOM = 1.5
 BUDGETS = 3  # an undecided pair may measure this many case budgets: each build 1.5 single runs'
 SIDE_BY_SIDE, IN_TURN = "side-by-side", "in-turn"
-
-
-def _worse_pct(ratio: float) -> float:
-    """A candidate/baseline throughput ratio as the percent the candidate is worse."""
-    worse = regression(METRICS["throughput"], 1.0, ratio)
-    assert worse is not None, "a ratio to 1 is always comparable"
-    return worse
 
 
 def pair_orders(seed: int) -> Iterator[str]:
@@ -193,7 +186,7 @@ class Interleaving:
             return ""
         change = self.change()
         if change is not None and change.interval is not None and pairs >= PRECISE_WINDOWS:
-            lo, hi = sorted(_worse_pct(r) for r in change.interval)
+            lo, hi = worse_interval(METRICS["throughput"], change.interval)
             half = (hi - lo) / 2
             if self.limit is not None and (lo > self.limit or hi < self.limit):
                 side = "beyond" if lo > self.limit else "within"

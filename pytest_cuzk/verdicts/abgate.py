@@ -19,7 +19,7 @@ import pytest
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.measure import stats
-from pytest_cuzk.measure.figures import METRICS, Figures, regression
+from pytest_cuzk.measure.figures import METRICS, Figures, regression, worse_interval
 from pytest_cuzk.verdicts.comparison import Change, Side, compare
 
 if TYPE_CHECKING:
@@ -35,11 +35,7 @@ def _paired_throughput(figures: Figures, ab: PairedAB, limit: float) -> Change:
     before, after = base.throughput_proofs_per_hour, figures.throughput_proofs_per_hour
     if ab.throughput_ratio is None:
         return Change(metric, before, after, limit, None)
-    ci = None
-    if ab.throughput_ratio_ci is not None:
-        lo, hi = (regression(metric, 1.0, r) for r in ab.throughput_ratio_ci)
-        assert lo is not None and hi is not None, "a ratio to 1 is always comparable"
-        ci = (min(lo, hi), max(lo, hi))
+    ci = worse_interval(metric, ab.throughput_ratio_ci) if ab.throughput_ratio_ci is not None else None
     worse = regression(metric, 1.0, ab.throughput_ratio)
     tested = ab.pairs >= stats.MIN_INTERVAL_SAMPLES
     precise = ci is not None and (ci[1] - ci[0]) / 2 <= stats.PRECISE_SHARE * limit

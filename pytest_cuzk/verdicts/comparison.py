@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pytest_cuzk.measure import stats
-from pytest_cuzk.measure.figures import Metric, Samples, regression
+from pytest_cuzk.measure.figures import Metric, Samples, regression, worse_interval
 
 __all__ = ["BUSIER_PCT", "Change", "Side", "compare", "spread_warning"]
 
@@ -125,11 +125,7 @@ def compare(metric: Metric, before: Side, after: Side, limit: float | None = Non
         return Change(metric, before.value, after.value, limit, worse, others_pct=others)
     b, a = float(metric.estimator(xs)), float(metric.estimator(ys))
     ratio, p = metric.estimator.ratio(xs, ys)
-    ci = None
-    if ratio is not None:  # the interval of after/before, in the metric's "worse" direction
-        lo, hi = (regression(metric, 1.0, r) for r in ratio)
-        assert lo is not None and hi is not None, "a ratio to 1 is always comparable"
-        ci = (min(lo, hi), max(lo, hi))
+    ci = worse_interval(metric, ratio) if ratio is not None else None
     return Change(metric, b, a, limit, regression(metric, b, a), ci, p, tested=True, others_pct=others)
 
 
