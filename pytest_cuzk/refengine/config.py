@@ -20,6 +20,7 @@ from typing import Any
 
 from pytest_cuzk.host.paths import user_cache_dir
 
+from ..proto import pb
 from ..wire import units
 from .errors import RefEngineError
 
@@ -62,6 +63,7 @@ class Faults:
     start_delay_s: float = 0.0  # sleep before binding the listen address
     exit_before_ready: int | None = None  # exit with this code before binding
     grow_memory_mib_per_s: float = 0.0  # allocate and touch memory until killed
+    stop_on_rpc: str = ""  # SIGSTOP the daemon when this RPC (SubmitProof, Prove, ...) first arrives
 
     @property
     def active(self) -> bool:
@@ -75,6 +77,7 @@ _FAULT_TYPES: dict[str, tuple[type, ...]] = {
     "slow_factor": (int, float),
     "start_delay_s": (int, float),
     "grow_memory_mib_per_s": (int, float),
+    "stop_on_rpc": (str,),
 }
 
 
@@ -180,6 +183,10 @@ def parse_faults(data: Mapping[str, Any], where: str) -> Faults:
         if key not in known:
             raise ConfigError(f"{where}: unknown fault {key!r}; known: {', '.join(known)}")
         values[key] = _typed(value, _FAULT_TYPES.get(key, (int,)), f"{where}: {key}")
+    rpcs = pb.DESCRIPTOR.services_by_name["ProvingEngine"].methods_by_name
+    if values.get("stop_on_rpc", "") not in ("", *rpcs):
+        known_rpcs = ", ".join(rpcs)
+        raise ConfigError(f"{where}: stop_on_rpc names no RPC of cuzk.v1.ProvingEngine; one of {known_rpcs}")
     if values.get("slow_factor", 1.0) < 1.0:
         raise ConfigError(f"{where}: slow_factor must be at least 1, got {values['slow_factor']}")
     return Faults(**values)

@@ -15,13 +15,16 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
+import grpc
 from py_arkworks_bls12381 import G1Point
 
 from .config import Faults
 
 __all__ = [
+    "StopOnRpc",
     "after_self_check",
     "before_ready",
     "corrupt_proof",
@@ -129,3 +132,23 @@ def _grow(mib_per_s: float) -> None:
         chunk[::_PAGE] = b"\x01" * len(range(0, step, _PAGE))  # touch every page so RSS really grows
         hoard.append(chunk)
         time.sleep(0.1)
+
+
+class StopOnRpc(grpc.ServerInterceptor):
+    """With ``stop_on_rpc``, SIGSTOP this process when that RPC first arrives, before it answers.
+
+    A daemon stopped in the middle of any call (not only while a proof runs) is what a
+    harness must find within a poll, not at the call's deadline.
+    """
+
+    def __init__(self, rpc: str) -> None:
+        self.method, self._done = f"/cuzk.v1.ProvingEngine/{rpc}", threading.Event()
+
+    def intercept_service(self, continuation: Callable[[Any], Any], handler_call_details: Any) -> Any:
+        if handler_call_details.method == self.method and not self._done.is_set():
+            self._done.set()
+            log.warning("fault: stopping the daemon (pid %d) with SIGSTOP in %s", os.getpid(), self.method)
+            for handler in logging.getLogger().handlers:
+                handler.flush()
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return continuation(handler_call_details)

@@ -19,7 +19,7 @@ import grpc
 
 from ..proto import pb, pb_grpc
 from ..wire.addresses import UNIX_PREFIX, ListenTarget, parse_listen
-from . import metrics
+from . import faults, metrics
 from .behave import MAX_MESSAGE_BYTES
 from .engine import Engine
 from .jobs import Job
@@ -161,8 +161,11 @@ def serve(engine: Engine, listen: str, max_workers: int = 64) -> tuple[grpc.Serv
         ("grpc.max_send_message_length", limit),
         ("grpc.so_reuseport", 0),
     ]
+    stop = engine.config.faults.stop_on_rpc
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers, thread_name_prefix="ref-grpc"), options=options
+        futures.ThreadPoolExecutor(max_workers, thread_name_prefix="ref-grpc"),
+        options=options,
+        interceptors=[faults.StopOnRpc(stop)] if stop else None,
     )
     pb_grpc.add_ProvingEngineServicer_to_server(ProvingEngineServicer(engine), server)  # type: ignore[no-untyped-call]
     try:
