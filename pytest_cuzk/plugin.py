@@ -137,10 +137,11 @@ def cuzk_daemon(cuzk_session: CuzkSession, request: pytest.FixtureRequest) -> Da
 
 @pytest.fixture
 def cuzk_client(cuzk_session: CuzkSession, cuzk_daemon: DaemonInfo) -> Generator[ProvingClient, None, None]:
-    """A gRPC client connected to the daemon under test; calls are bounded by --cuzk-proof-timeout."""
-    from pytest_cuzk.daemon.client import ProvingClient
+    """A gRPC client of the daemon under test: calls bounded by --cuzk-proof-timeout, and watched.
 
-    with ProvingClient(cuzk_daemon.address, default_timeout=cuzk_session.settings.call_timeout) as client:
+    A call the daemon dies or stops in fails within a poll, named so.
+    """
+    with cuzk_session.client(cuzk_session.backend(cuzk_daemon.label)) as client:
         yield client
 
 

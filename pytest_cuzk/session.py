@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.backends.readiness import Readiness
     from pytest_cuzk.config.settings import Settings
     from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.daemon.client import ProvingClient
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.ledger import MetricLedger
@@ -94,6 +95,22 @@ class CuzkSession:
 
     def backend(self, label: str | None = None) -> DaemonBackend:
         return {b.label: b for b in self.choice.every}[label] if label else self.choice.backends[0]
+
+    def client(
+        self, backend: DaemonBackend, rss_peak: Callable[[], int | None] = lambda: None
+    ) -> ProvingClient:
+        """A client of ``backend`` whose every call is watched.
+
+        A daemon that dies or stops mid-call fails the call within a poll, named so, not at
+        its deadline (--cuzk-proof-timeout).
+        """
+        from pytest_cuzk.backends import fate
+        from pytest_cuzk.daemon.client import ProvingClient
+
+        def watch(what: str) -> None:
+            fate.check(backend, what, rss_peak())
+
+        return ProvingClient(backend.address, default_timeout=self.settings.call_timeout, watch=watch)
 
     def ab_baseline(self) -> DaemonBackend | None:
         """The ``--cuzk-ab`` daemon, measured beside the candidate in each case; None without A/B."""
@@ -247,13 +264,14 @@ class CuzkSession:
         backend, log, offset = seen
         if report.failed or report.skipped:
             transport.send(report, transport.NOT_RUN, _first_line(report))
-        if report.failed and backend.log is not None:
-            since = offset if backend.log is log else 0  # a restarted daemon has a new log
-            section = log_section(backend.log, since, loud=self.config.get_verbosity() > 0)
+        shown = log or backend.log  # the daemon the test ran on, even when killed and replaced since
+        if report.failed and shown is not None:
+            since = offset if shown is log else 0
+            section = log_section(shown, since, loud=self.config.get_verbosity() > 0)
             report.sections.append(("cuzk daemon log", section))
             self.workspace.keep = True  # keep the log the messages point to
         if report.when == "call" and call.excinfo is not None:
-            self._after_a_timeout(item, backend, call.excinfo.value)
+            self._after_a_failure(item, backend, call.excinfo.value)
         if report.when == "call":
             from pytest_cuzk.run.execution import FINISHED_KEY
 
@@ -268,24 +286,18 @@ class CuzkSession:
             self.ledger.observe(backend)
         return report
 
-    def _after_a_timeout(self, item: pytest.Item, backend: DaemonBackend, error: BaseException) -> None:
-        """A test's call to the daemon timed out (or pytest-timeout stopped the test while it waited).
+    def _after_a_failure(self, item: pytest.Item, backend: DaemonBackend, error: BaseException) -> None:
+        """A test failed while its daemon still runs: settle the daemon if the failure was its.
 
-        Either way the daemon is not trusted with the next test: a hung one is killed (or,
-        attached, taken out of the run), one still busy with the proof restarted likewise.
-        pytest-timeout's signal method fails the test with its message; its thread method ends pytest.
+        A call that timed out (or pytest-timeout stopping the test while it waited) leaves
+        the daemon untrusted with the next test, and a test's own client may have found it
+        stopped: a hung one is killed (or, attached, taken out of the run), one still busy
+        with the proof restarted likewise. pytest-timeout's thread method ends pytest instead.
         """
-        from pytest_cuzk.core.compat import stopped_by_pytest_timeout
-        from pytest_cuzk.core.errors import DeadlineExceeded, ProofTimeout
+        from pytest_cuzk.backends import fate
 
-        stopped = stopped_by_pytest_timeout(error)
-        if not (stopped or isinstance(error, (ProofTimeout, DeadlineExceeded))) or not backend.alive():
-            return
-        seen = backend.health(self.settings.probe_timeout)
-        if seen is not None:
-            backend.hung(f"daemon hung: {seen} after a call timed out in {item.name}")
-        else:
-            backend.take_out(f"a call timed out in {item.name} ({error}); cuzk cannot cancel it")
+        if backend.alive():
+            fate.settle(backend, error, item.name, self.settings.probe_timeout)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the figures every test (on any worker) reported, and what did not run and why."""

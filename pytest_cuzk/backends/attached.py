@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from pytest_cuzk.core.errors import CuzkError, DaemonExited
+from pytest_cuzk.core.errors import CuzkError, DaemonExited, DeadlineExceeded
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.results.rows import HostRecord
 
@@ -22,12 +22,14 @@ from ..wire.addresses import is_local, parse_address
 from ..wire.kinds import ProofKindInfo
 from .health import probe
 from .owner import socket_owner
+from .process import stuck_state
 from .profiles import CuzkProfile, detect_profile
 from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare, no_lock
 
 __all__ = ["ATTACHED_PROBE_S", "AttachedDaemon"]
 
-ATTACHED_PROBE_S = 5.0
+ATTACHED_PROBE_S = 1.0  # how often a watched call asks an attached daemon whether it still answers
+ATTACHED_PROBE_TIMEOUT_S = 2.0
 ATTACH_GRACE_S = 5.0  # an attached daemon is already running: refused connections are an answer
 
 
@@ -56,6 +58,7 @@ class AttachedDaemon:
         self.state = BackendState()
         self._probe_at = 0.0
         self._probe_error = ""
+        self._silent = 0  # GetStatus probes in a row that got no answer at all
         self._owner: tuple[int | None, str] | None = None
 
     @property
@@ -117,16 +120,22 @@ class AttachedDaemon:
         self.state.cold.append(cold)
 
     def alive(self) -> bool:
-        """It answered GetStatus lately: a host that vanishes without a TCP reset is noticed too."""
-        if time.monotonic() - self._probe_at >= ATTACHED_PROBE_S:
-            self._probe_at = time.monotonic()
-            try:
-                with ProvingClient(self.address) as client:
-                    client.status(timeout=2.0)
-                self._probe_error = ""
-            except CuzkError as exc:
-                self._probe_error = str(exc)
-        return not self._probe_error
+        """It answered GetStatus lately, or at least took the call: a host that vanishes is noticed too."""
+        self._probe()
+        return not self._probe_error or self._silent > 0
+
+    def _probe(self) -> None:
+        if time.monotonic() - self._probe_at < ATTACHED_PROBE_S:
+            return
+        self._probe_at = time.monotonic()
+        try:
+            with ProvingClient(self.address) as client:
+                client.status(timeout=ATTACHED_PROBE_TIMEOUT_S)
+            self._probe_error, self._silent = "", 0
+        except DeadlineExceeded as exc:
+            self._probe_error, self._silent = str(exc), self._silent + 1
+        except CuzkError as exc:
+            self._probe_error, self._silent = str(exc), 0
 
     def gone(self, grace_s: float = 1.0) -> bool:
         self._probe_at = 0.0
@@ -142,7 +151,13 @@ class AttachedDaemon:
         self.state.out_of_service = reason
 
     def stuck(self) -> str | None:
-        return None  # its process is not ours to look at
+        """Stopped, when its process is on this machine; else silent to two GetStatus probes in a row."""
+        if self.local and (state := stuck_state(self.pid)):
+            return state
+        self._probe()
+        if self._silent >= 2:
+            return f"no answer to GetStatus for {ATTACHED_PROBE_TIMEOUT_S:g} s, twice in a row"
+        return None
 
     def health(self, timeout_s: float) -> str | None:
         return probe(self.address, None, timeout_s)

@@ -15,17 +15,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pytest_cuzk.backends import fate
 from pytest_cuzk.backends.protocol import ColdStart, DaemonBackend
-from pytest_cuzk.backends.watch import watched
 from pytest_cuzk.config.settings import Settings
-from pytest_cuzk.core.errors import (
-    DaemonExited,
-    DaemonHung,
-    DeadlineExceeded,
-    ProofTimeout,
-    ReadinessError,
-    RpcError,
-)
+from pytest_cuzk.core.errors import ReadinessError
 from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.daemon.proofcheck import check_proof
@@ -63,6 +56,7 @@ class Readiness:
         self.settings = settings
         self.request = request
         self.status = status
+        self.stage = "getting ready"  # what the chain is doing, for a message if the daemon fails in it
 
     def __call__(self, backend: DaemonBackend, kinds: Sequence[ProofKindInfo], cold: ColdStart) -> None:
         """Preload, warm up and wait for the PCE of each kind not yet ready on ``backend``.
@@ -73,8 +67,12 @@ class Readiness:
         todo = [k for k in kinds if k.name not in backend.state.ready_kinds]
         if not todo:
             return
+        self.stage = "getting ready"
+        watch = functools.partial(self._watch, backend)
         try:
-            with ProvingClient(backend.address, default_timeout=self.settings.call_timeout) as client:
+            with ProvingClient(
+                backend.address, default_timeout=self.settings.call_timeout, watch=watch
+            ) as client:
                 for kind in todo:
                     tree = ProcessTree(backend.pid) if backend.pid and not self.settings.skip_warmup else None
                     if tree:
@@ -82,39 +80,30 @@ class Readiness:
                     with backend.cache_lock(kind):
                         t0 = time.monotonic()
                         timeout = self.settings.ready_timeout
-                        load = functools.partial(client.preload_srs, kind.circuit_id, timeout)
+                        self.stage = f"loading the {kind.name} SRS"
                         with self.status.stage(f"{backend.label}: loading the {kind.name} SRS", timeout):
-                            watched(backend, load, f"PreloadSRS {kind.circuit_id}", self.status.tick)
+                            client.preload_srs(kind.circuit_id, timeout)
                         cold.srs_load_s[kind.name] = time.monotonic() - t0
                         if not self.settings.skip_warmup:
+                            self.stage = f"the {kind.name} warm-up proof"
                             self._warm_up(client, backend, kind, cold)
                     if tree:
                         _record_peak(tree, kind.name, cold)
                     backend.state.ready_kinds.add(kind.name)
-        except DaemonHung as exc:
-            backend.hung(str(exc))
-            raise
-        except (ProofTimeout, DeadlineExceeded) as exc:
-            seen = backend.health(self.settings.probe_timeout)
-            if seen is None:
-                raise
-            reason = f"daemon hung while getting ready: {seen} ({exc})"
-            backend.hung(reason)
-            raise DaemonHung(reason) from exc
-        except RpcError as exc:
-            if backend.gone():
-                raise DaemonExited(f"daemon died while getting ready: {backend.death_message()}") from exc
-            raise
+        except BaseException as exc:
+            raise fate.settle(backend, exc, self.stage, self.settings.probe_timeout)  # noqa: B904 (its own cause)
+
+    def _watch(self, backend: DaemonBackend, call: str) -> None:
+        self.status.tick()
+        fate.check(backend, f"{self.stage} ({call})")
 
     def _warm_up(
         self, client: ProvingClient, backend: DaemonBackend, kind: ProofKindInfo, cold: ColdStart
     ) -> None:
         t0 = time.monotonic()
         request = self.request(backend, kind)
-        prove = functools.partial(client.prove, request, self.settings.warmup_timeout)
-        what = f"the {kind.name} warm-up proof (job {request.request_id})"
         with self.status.stage(f"{backend.label}: {kind.name} warm-up proof", self.settings.warmup_timeout):
-            result = watched(backend, prove, what, self.status.tick)
+            result = client.prove(request, self.settings.warmup_timeout)
         cold.warmup_s[kind.name] = time.monotonic() - t0
         if not result.completed:
             raise ReadinessError(
@@ -134,6 +123,7 @@ class Readiness:
         self, backend: DaemonBackend, kind: ProofKindInfo, pce: Path, fresh: float, cold: ColdStart
     ) -> None:
         t1 = time.monotonic()
+        self.stage = f"waiting for {pce.name}"
         deadline = t1 + self.settings.warmup_timeout
         with self.status.stage(f"{backend.label}: waiting for {pce.name}", self.settings.warmup_timeout):
             self._poll_pce(backend, kind, pce, fresh, deadline)
@@ -144,8 +134,7 @@ class Readiness:
     ) -> None:
         while not pce_complete(pce, fresh):
             self.status.tick()
-            if backend.pid is not None and not backend.alive():
-                raise DaemonExited(f"daemon died while writing {pce}: {backend.death_message()}")
+            fate.check(backend, self.stage)
             if time.monotonic() > deadline:
                 raise ReadinessError(
                     f"PCE file {pce} did not appear within {self.settings.warmup_timeout:.0f}s after the "

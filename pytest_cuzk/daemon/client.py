@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TypeVar
@@ -37,6 +38,7 @@ from pytest_cuzk.wire.addresses import parse_address
 __all__ = [
     "AWAIT_MARGIN_S",
     "DEFAULT_MAX_MESSAGE_BYTES",
+    "WATCH_POLL_S",
     "EvictResult",
     "MetricSample",
     "MetricSet",
@@ -51,6 +53,7 @@ __all__ = [
 DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 AWAIT_MARGIN_S = 0.5  # extra gRPC deadline so a daemon that honours timeout_ms answers TIMEOUT itself
+WATCH_POLL_S = 0.2  # how often a watched call looks at its daemon while it waits
 _STATUS = pb.AwaitProofResponse.Status
 _Answer = TypeVar("_Answer")
 # What grpcio says when the peer is not an HTTP/2 (gRPC) server at all.
@@ -206,8 +209,15 @@ class ProvingClient:
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         default_timeout: float = 60.0,
+        watch: Callable[[str], None] | None = None,
     ) -> None:
+        """``watch(what)`` runs every WATCH_POLL_S while any call waits; what it raises ends the call.
+
+        A daemon that dies or is stopped in the middle of a call is then found within a poll
+        instead of at the call's deadline (half an hour for a warm-up proof).
+        """
         keep_large_buffers()
+        self.watch = watch
         parsed = parse_address(address)
         self.target, self.address = parsed.target, parsed.display
         self.default_timeout = default_timeout
@@ -240,12 +250,28 @@ class ProvingClient:
 
     def _call(self, rpc: str, request: object, answer: type[_Answer], timeout: float | None) -> _Answer:
         """One unary call through the one error-mapping boundary; ``answer`` is the response type."""
+        method = getattr(self.stub, rpc)
+        deadline = self.default_timeout if timeout is None else timeout
         with map_grpc_errors(self.address, rpc):
-            response = getattr(self.stub, rpc)(
-                request, timeout=self.default_timeout if timeout is None else timeout
-            )
+            if self.watch is None:
+                response = method(request, timeout=deadline)
+            else:
+                response = self._watched(f"{rpc}{_of_job(request)}", method.future(request, timeout=deadline))
         assert isinstance(response, answer), f"{rpc} answered {type(response).__name__}"
         return response
+
+    def _watched(self, what: str, call: grpc.Future[object]) -> object:
+        """The call's answer, the daemon watched while it comes; a watch that raises cancels the call."""
+        assert self.watch is not None
+        while True:
+            try:
+                return call.result(timeout=WATCH_POLL_S)
+            except grpc.FutureTimeoutError:
+                try:
+                    self.watch(what)
+                except BaseException:
+                    call.cancel()
+                    raise
 
     def submit(self, request: pb.SubmitProofRequest, *, timeout: float | None = None) -> SubmitResult:
         """Enqueue a proof; returns at once with the job id (= request_id, or a fresh UUID)."""
@@ -345,6 +371,14 @@ class ProvingClient:
                 last = exc
             time.sleep(max(0.0, min(poll_s, deadline - time.monotonic())))
             poll_s = min(poll_s * 2, max_poll_s)
+
+
+def _of_job(request: object) -> str:
+    """`` of job X`` for a call about one job, so a watch's message names it."""
+    if isinstance(request, pb.ProveRequest):
+        request = request.submit
+    job = getattr(request, "request_id", "") or getattr(request, "job_id", "")
+    return f" of job {job}" if job else ""
 
 
 def _not_ready(address: str, timeout_s: float, attempts: int, last: RpcError | None) -> DaemonUnavailable:

@@ -224,7 +224,9 @@ class Interleaving:
         self.host.ready(side.backend.label, case.batch_size, [k.name for k in case.kinds])
         # Registered first, so it runs last: after the sampler's context has stopped it.
         side.stack.callback(lambda: side.reports.append(run.memory) if run.memory else None)
-        run = side.stack.enter_context(running(self.host, side.backend))
+        run = side.stack.enter_context(
+            running(self.host, side.backend, f"the {side.name}'s turn in {case.id}")
+        )
         runner = run.runner(case.kind)
         runner.tick = lambda: self.host.status.tick(self.progress())
         if side.measurement is None:

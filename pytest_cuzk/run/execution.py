@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from pytest_cuzk.backends import fate
 from pytest_cuzk.backends.protocol import DaemonBackend
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.values import daemon_value
 from pytest_cuzk.core import compat, transport
-from pytest_cuzk.core.errors import CuzkWarning, DaemonExited, DaemonHung, DaemonUnavailable
+from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
@@ -54,6 +55,10 @@ class CaseHost(Protocol):
     def status(self) -> StatusLine: ...
 
     def data(self, backend: DaemonBackend) -> TestData: ...
+
+    def client(
+        self, backend: DaemonBackend, rss_peak: Callable[[], int | None] = lambda: None
+    ) -> ProvingClient: ...
 
     def ready(
         self, label: str | None = None, batch_size: int = 1, kinds: Sequence[str] | None = None
@@ -128,7 +133,7 @@ class CaseExecution(Execution):
             from pytest_cuzk.run.ab import measure_pair
 
             return measure_pair(self.session, case, plan, self.backend, baseline, self.benchmark)
-        with running(self.session, self.backend) as run:
+        with running(self.session, self.backend, self.item.name) as run:
             result = run_case(case, run.runner(case.kind), plan, self.benchmark)
         result.memory, result.reported_memory = run.memory, run.reported
         return result, None
@@ -165,8 +170,10 @@ class Running:
 
 
 @contextlib.contextmanager
-def running(session: CaseHost, backend: DaemonBackend) -> Iterator[Running]:
+def running(session: CaseHost, backend: DaemonBackend, what: str) -> Iterator[Running]:
     """Sample the daemon (or ask its /status) while the block proves; a death or a hang is the backend's.
+
+    ``what`` names the block (the test) in the message of a daemon that failed in it.
 
     A hung daemon is killed or taken out, a dead one restarted or given up, before the error
     goes on to fail the test by name.
@@ -179,13 +186,14 @@ def running(session: CaseHost, backend: DaemonBackend) -> Iterator[Running]:
     sampler = DaemonSampler(pid, s.sample_interval) if pid else None
     status = daemon_value(s.status, backend.address)
     poller = StatusPoller(status) if status else None
-    with ProvingClient(backend.address, default_timeout=s.call_timeout) as client:
+    rss_peak: Callable[[], int | None] = sampler.rss_peak_so_far if sampler else lambda: None
+    with session.client(backend, rss_peak) as client:
         run = Running(
             client,
             backend,
             session.data(backend),
             s,
-            sampler.rss_peak_so_far if sampler else lambda: None,
+            rss_peak,
             sampler.mark if sampler else None,
             session.status,
         )
@@ -195,12 +203,8 @@ def running(session: CaseHost, backend: DaemonBackend) -> Iterator[Running]:
             poller.start()
         try:
             yield run
-        except DaemonHung as exc:
-            backend.hung(str(exc))
-            raise
-        except (DaemonExited, DaemonUnavailable) as exc:
-            backend.lost(str(exc))
-            raise
+        except BaseException as exc:
+            raise fate.settle(backend, exc, what, s.probe_timeout)  # noqa: B904
         finally:
             run.memory = sampler.stop() if sampler else None
             run.reported = poller.stop() if poller else None

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from pytest_cuzk.backends import fate
 from pytest_cuzk.backends.protocol import DaemonBackend
 from pytest_cuzk.core.errors import (
     Cancelled,
@@ -32,7 +33,7 @@ from pytest_cuzk.core.errors import (
     ProofTimeout,
 )
 from pytest_cuzk.core.progress import StatusLine
-from pytest_cuzk.daemon.client import ProofResult, ProvingClient
+from pytest_cuzk.daemon.client import WATCH_POLL_S, ProofResult, ProvingClient
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.daemon.statuspoll import StatusMemory
 from pytest_cuzk.measure.memory import MemoryReport
@@ -42,7 +43,6 @@ from pytest_cuzk.wire.kinds import ProofKindInfo
 
 __all__ = ["CaseResult", "ProofOutcome", "Runner", "Wave", "await_one", "check_wave", "run_wave"]
 
-_DEATH_POLL_S = 0.2
 _REASON_NUMBERS = re.compile(r"\d+\.\d+(?=s\b)")  # the seconds waited differ per proof
 
 
@@ -139,16 +139,12 @@ class Runner:
     def watch(self, what: str) -> None:
         """Between polls: show progress, and raise at once if the daemon died or its process is stopped."""
         self.tick()
-        if not self.backend.alive():
-            raise self.death(what)
-        if stuck := self.backend.stuck():
-            raise DaemonHung(f"daemon hung: {stuck} during {what}")
+        fate.check(self.backend, what, self.rss_peak())
 
     def hung_if_silent(self, what: str, cause: BaseException | None = None) -> None:
         """After a call or a proof timed out: raise DaemonHung when the daemon answers nothing at all."""
-        seen = self.backend.health(self.probe_timeout_s)
-        if seen is not None:
-            raise DaemonHung(f"daemon hung: {seen} during {what}") from cause
+        if hung := fate.silent(self.backend, what, self.probe_timeout_s):
+            raise hung from cause
 
 
 def await_one(
@@ -250,7 +246,7 @@ def _send(
     for i, req in enumerate(wave.requests):
         due = start + wave.offsets[i] if wave.offsets is not None else time.monotonic()
         while (left := due - time.monotonic()) > 0:
-            time.sleep(min(left, _DEATH_POLL_S))
+            time.sleep(min(left, WATCH_POLL_S))
             runner.watch(what)
         if _late_so_far(wave, sent) > wave.late_allowed:
             del wave.requests[i:]
@@ -281,7 +277,7 @@ def run_wave(runner: Runner, kind: ProofKindInfo, wave: Wave) -> Wave:
         futures = _send(runner, wave, pool, what, kind)
         pending = set(futures)
         while pending:
-            _, pending = wait(pending, timeout=_DEATH_POLL_S, return_when=FIRST_COMPLETED)
+            _, pending = wait(pending, timeout=WATCH_POLL_S, return_when=FIRST_COMPLETED)
             runner.watch(what)
         answered = [f.result() for f in futures]
         wave.records = [rec for rec, _ in answered]

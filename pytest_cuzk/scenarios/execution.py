@@ -59,7 +59,7 @@ class ScenarioExecution(Execution):
         settings = self.session.settings
         with as_outcome(settings.allow_missing):
             start = time.monotonic()
-            with running(self.session, self.backend) as run:
+            with running(self.session, self.backend, self.item.name) as run:
                 scenario = make(case, run, settings, Budget(settings.scenario_budget, settings.max_proofs))
                 if self.benchmark is not None:
                     self.benchmark.pedantic(scenario.run, rounds=1, iterations=1, warmup_rounds=0)

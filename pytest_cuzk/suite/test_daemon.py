@@ -30,7 +30,7 @@ def test_counters_move_by_the_proofs_run(
     """GetStatus and GetMetrics counters move by exactly the proofs this test ran."""
     kind = cuzk_kind.kind
     data = cuzk_session.data(cuzk_target)
-    with ProvingClient(cuzk_target.address) as client:
+    with cuzk_session.client(cuzk_target) as client:
         before = _counters(client, kind)
         runs = 2
         for _ in range(runs):
@@ -59,12 +59,10 @@ def test_malformed_input_fails_cleanly_and_the_daemon_keeps_proving(
     cuzk_kind: Case, cuzk_target: DaemonBackend, cuzk_session: CuzkSession
 ) -> None:
     """Truncated vanilla data gives a FAILED job with a message, then a good proof still succeeds."""
-    from pytest_cuzk.daemon.client import ProvingClient
-
     kind = cuzk_kind.kind
     timeout = cuzk_session.settings.proof_timeout
     data = cuzk_session.data(cuzk_target)
-    with ProvingClient(cuzk_target.address) as client:
+    with cuzk_session.client(cuzk_target) as client:
         bad = client.prove(_malformed(data.request(kind)), timeout_s=timeout)
         assert bad.status == pb.AwaitProofResponse.FAILED
         assert bad.error_message, "a failed job must say why"
