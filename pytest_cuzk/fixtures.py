@@ -92,6 +92,7 @@ def target(session: CuzkSession, item: pytest.Item) -> DaemonBackend:
     with as_outcome(session.settings.allow_missing):
         _mark_log(item, session.backend(case.label))
         backend = session.started(case.label, case.batch_size)
+        _mark_log(item, backend)  # a failure getting ready shows the warm-up's lines
         for kind in case.kinds:
             session.data(backend).path(kind)  # DataUnavailable says what is missing and how to get it
         backend = session.ready(case.label, case.batch_size, [k.name for k in case.kinds])

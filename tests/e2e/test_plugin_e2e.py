@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 
 from support import PROVE_SOURCE, SUITE, process_gone, ref_daemons
@@ -183,3 +184,33 @@ def test_a_failed_gate_shows_its_reason_first_and_the_daemon_log_only_under_v(in
     assert "-v shows" not in lines[start]
     shown = not lines[start + 1].startswith("=")
     assert shown or lines[start].endswith("(nothing logged during this test)"), "-v shows the log's tail"
+
+
+def test_an_attached_daemon_stopped_mid_call_is_named_hung_and_left_to_its_owner(inner, tmp_path, ref_params):
+    stop = '[ref.faults]\nstop_on_rpc = "SubmitProof"\n'
+    with ref_daemons(tmp_path, ref_params, config=stop) as refs:
+        start = time.monotonic()
+        try:
+            result = inner(
+                {"test_prove": PROVE_SOURCE},
+                f"--cuzk-daemon={refs.addresses[0]}",
+                f"--cuzk-param-cache={refs.params}",
+                f"--cuzk-manifest={refs.manifest}",
+                "--cuzk-proof-timeout=120",
+                "-k",
+                "winning or wpost",
+            )
+            took = time.monotonic() - start
+            assert refs.all_running(), "an attached daemon is never killed, stopped or not"
+        finally:
+            for proc in refs.procs:
+                os.kill(proc.pid, signal.SIGCONT)  # let it take the SIGTERM that ends it
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*daemon hung: process state stopped (SIGSTOP?) during *",
+            "*is out of service: daemon hung: process state stopped (SIGSTOP?)*",
+        ]
+    )
+    assert "daemon died" not in result.stdout.str(), "a stopped daemon is not a dead one"
+    assert took < 60, "found within a poll, not at the 120 s proof timeout"

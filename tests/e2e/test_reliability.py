@@ -53,8 +53,8 @@ def _faults(tmp_path, behave: str = "cuzk", **faults) -> str:
     return f"--cuzk-config={config}"
 
 
-def _call_duration(result, name: str) -> float:
-    match = re.search(rf"([\d.]+)s call\s+\S*{re.escape(name)}", result.stdout.str())
+def _call_duration(result, name: str, when: str = "call") -> float:
+    match = re.search(rf"([\d.]+)s {when}\s+\S*{re.escape(name)}", result.stdout.str())
     assert match, f"no duration for {name} in --durations output"
     return float(match.group(1))
 
@@ -156,7 +156,7 @@ def test_a_daemon_killed_while_getting_ready_is_reported_as_a_death(inner, tmp_p
     result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, die_at_proof=1))
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*daemon died while getting ready: daemon (pid *) killed by SIGKILL (likely*"]
+        ["*daemon died during the winning warm-up proof*: daemon (pid *) killed by SIGKILL*"]
     )
 
 
@@ -284,7 +284,7 @@ def test_a_sigstopped_daemon_is_named_hung_killed_and_replaced(inner, tmp_path, 
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         [
-            "daemon hung: process state stopped (SIGSTOP?) during wpost proof job *",
+            "daemon hung: process state stopped (SIGSTOP?) during *",
             "*restarted: daemon hung: process state stopped (SIGSTOP?)*",
         ]
     )
@@ -293,3 +293,30 @@ def test_a_sigstopped_daemon_is_named_hung_killed_and_replaced(inner, tmp_path, 
     assert _call_duration(result, "test_prove[wpost-batch1-j1]") < 2.0, (
         "detected within a poll, not the 60 s timeout"
     )
+
+
+@pytest.mark.parametrize(
+    ("rpc", "when", "outcome"),
+    [
+        ("Prove", "setup", {"errors": 1}),
+        ("SubmitProof", "call", {"failed": 1}),
+        ("AwaitProof", "call", {"failed": 1}),
+    ],
+)
+def test_a_daemon_stopped_in_any_call_is_found_within_a_poll_and_killed(inner, tmp_path, rpc, when, outcome):
+    # Prove is the warm-up's call; SubmitProof and AwaitProof the case's.
+    faults = _faults(tmp_path, stop_on_rpc=f'"{rpc}"')
+    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, faults, "--cuzk-proof-timeout=60", "--durations=0")
+    result.assert_outcomes(**outcome)
+    result.stdout.fnmatch_lines(["*daemon hung: process state stopped (SIGSTOP?) during *"])
+    assert _call_duration(result, "test_prove[winning-batch1-j1]", when) < 5.0, (
+        "a poll, not the 60 s deadline"
+    )
+    kept = re.search(r"daemon configs and logs kept in (\S+)", result.stdout.str())
+    assert kept, result.stdout.str()
+    (log,) = Path(kept.group(1)).glob("*/daemon.log")
+    pid = re.search(
+        r"stopping the daemon \(pid (\d+)\) with SIGSTOP in /cuzk.v1.ProvingEngine/" + rpc, log.read_text()
+    )
+    assert pid, log.read_text()
+    assert process_gone(int(pid.group(1))), "the stopped daemon was killed, not left behind"
