@@ -72,10 +72,12 @@ def measure(
 
 
 def test_a_steady_daemon_stops_once_three_windows_agree(daemon, pytester):
-    result = measure(daemon, pytester, plan())
+    # Windows of 0.3 s hold 15 proofs of 20 ms: a stall of the busy test host moves one by a few
+    # percent, well inside the 25% asked, so the first three windows agree.
+    result = measure(daemon, pytester, plan(window_s=0.3))
     assert result.stabilised and result.windows == 3
     assert result.stop_reason == "stable after 3 windows"
-    assert 9 <= len(result.proofs) <= 30, "three windows of 0.1 s of 20 ms proofs"
+    assert 20 <= len(result.proofs) <= 50, "three windows of 0.3 s of 20 ms proofs"
     assert [w.window for w in result.waves] == sorted(w.window for w in result.waves)
 
 
