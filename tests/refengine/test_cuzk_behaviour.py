@@ -69,7 +69,12 @@ def test_status_counts_as_cuzk_does(
     stub.SubmitProof(ref_data.request("porep", request_id="queued"))
     stub.SubmitProof(ref_data.request("wpost", request_id="ahead"))  # HIGH: synthesised next, then waits
     deadline = time.monotonic() + 20
-    while running.engine.queue_depth() > 2 and time.monotonic() < deadline:
+
+    def settled() -> bool:  # two porep jobs queued, and "stuck" past synthesis, in the prove worker
+        busy = stub.GetStatus(pb.GetStatusRequest()).gpus[0].current_job_id == "stuck"
+        return running.engine.queue_depth() <= 2 and busy
+
+    while not settled() and time.monotonic() < deadline:
         time.sleep(0.02)
     stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id="winning-32g"))
     status = stub.GetStatus(pb.GetStatusRequest())
