@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,12 +75,18 @@ def not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run_ref_case(
-    case: tuple[str, ...], tmp: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = 400
+    case: tuple[str, ...],
+    tmp: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout_s: float = 400,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> tuple[int, str, float]:
     """One fresh pytest of the packaged ``test_prove`` on the reference engine: exit code, output, seconds.
 
     The benchmarks' runs: data and benchmark storage under ``tmp``, none of this run's cuzk
-    options or faults leaking in, ``env`` added (e.g. ``CUZK_REF_FAULTS``).
+    options or faults leaking in, ``env`` added (e.g. ``CUZK_REF_FAULTS``), ``preexec_fn`` run in
+    the child first (e.g. pinning it, and the daemons it starts, to some CPUs).
     """
     import os
     import time
@@ -94,7 +100,13 @@ def run_ref_case(
     ]  # fmt: skip
     t0 = time.monotonic()
     done = subprocess.run(
-        cmd, cwd=SUITE.parents[1], env=environ, capture_output=True, text=True, timeout=timeout_s
+        cmd,
+        cwd=SUITE.parents[1],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        preexec_fn=preexec_fn,
     )
     return done.returncode, done.stdout + done.stderr, time.monotonic() - t0
 
