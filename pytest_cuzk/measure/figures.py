@@ -36,7 +36,7 @@ class Metric:
     label: str  # the summary table's heading
     unit: str
     higher_is_better: bool
-    combine: Callable[[list[float]], float]  # how several runs of one build combine
+    combine: Callable[[list[float]], float]  # how several runs pool (perf.queries.figure, every view)
     fmt: Callable[[float | None], str]  # for a column headed with the unit
     suffix: str = ""  # what ``show`` adds where no heading names the unit
     sample: str | None = None  # the Samples series it estimates; None: one value per run (a peak)
