@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from pytest_cuzk.measure.figures import Samples
+from pytest_cuzk.measure.figures import METRICS, Samples
 from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.sinks.plots import memory_figure
 
@@ -82,7 +82,13 @@ def latency_chart(
     for value, name, style in ((p50, "p50", "--"), (p90, "p90", ":")):
         if value is not None:
             for ax in axes:
-                ax.axvline(value, color=GREY, linestyle=style, linewidth=1.2, label=f"{name} {value:.3g} s")
+                ax.axvline(
+                    value,
+                    color=GREY,
+                    linestyle=style,
+                    linewidth=1.2,
+                    label=f"{name} {METRICS[name].show(value)}",
+                )
     dots.margins(x=0.08)
     dots.xaxis.set_major_locator(MaxNLocator(nbins=6))
     dots.set_ylim(len(proofs) + 0.7, 0.3)
@@ -199,12 +205,12 @@ def cold_timeline(colds: Sequence[ColdStart], chart_id: str) -> Markup:
 
 
 def ranking_chart(best: Sequence[tuple[str, float]], chart_id: str) -> Markup:
-    """Best proofs/hour per host, fastest on top."""
+    """Best proofs/hour per host (its best pool's figure), fastest on top."""
     fig = Figure(figsize=(10, 0.8 + 0.4 * len(best)), layout="constrained")
     ax = fig.subplots()
     names, values = [n for n, _ in best], [v for _, v in best]
     bars = ax.barh(range(len(best)), values, color=BLUE, height=0.6)
-    ax.bar_label(bars, [f"{v:,.1f}/h" for v in values], padding=3, fontsize=8)
+    ax.bar_label(bars, [METRICS["throughput"].show(v) for v in values], padding=3, fontsize=8)
     ax.set_yticks(range(len(best)), names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, max(values, default=1.0) * 1.18 or 1.0)

@@ -52,13 +52,17 @@ def details(figures: Figures) -> list[tuple[str, list[tuple[str, str]]]]:
     """Every plain field of the record, grouped by the record it sits in, shown by its unit.
 
     Fields added to ``Figures`` later appear here without a change; curves (lists of
-    pairs) are left to charts of their own.
+    pairs) are left to charts of their own. A compared figure (``METRICS``) is shown as its metric
+    shows it, so it reads as it does in the results table above and in the terminal.
     """
     groups: dict[str, list[tuple[str, str]]] = {"": []}
+    metrics = {m.attr: m for m in METRICS.values()}
     for key, value in figures.to_dict().items():
         if isinstance(value, dict):
             rows = [(k, show(k, v)) for k, v in value.items() if _scalar(v)]
             groups[key] = rows
+        elif key in metrics:  # as the results table and the terminal print it
+            groups[""].append((key, metrics[key].show(value)))
         elif key not in _IDENTITY and _scalar(value):
             groups[""].append((key, show(key, value)))
     return [(_GROUPS.get(k, k), rows) for k, rows in groups.items() if rows]

@@ -10,24 +10,28 @@ from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
 
 from ..wire.units import GIB
-from .queries import NO_DATA, best, gpus, group, tops
+from .queries import NO_DATA, best_pool, figure, gpus, group, tops
 
 __all__ = ["cmd_plot"]
 
 
 def _plot_ram(ax: Any, rows: list[ResultRow], _builds: list[str]) -> None:
     top = tops(rows)
-    ram = [t.run.host.ram_bytes / GIB for t in top]
-    ax.scatter(ram, [t.test.proofs_per_hour or 0 for t in top])
-    for t, x in zip(top, ram, strict=True):
-        ax.annotate(t.run.label or gpus(t), (x, t.test.proofs_per_hour or 0), fontsize=7)
+    ram = [pool[0].run.host.ram_bytes / GIB for pool in top]
+    per_hour = [figure(pool, "throughput") or 0 for pool in top]
+    ax.scatter(ram, per_hour)
+    for pool, x, y in zip(top, ram, per_hour, strict=True):
+        ax.annotate(pool[0].run.label or gpus(pool[0]), (x, y), fontsize=7)
     ax.set(xlabel="host RAM (GiB)")
 
 
 def _plot_gpu(ax: Any, rows: list[ResultRow], _builds: list[str]) -> None:
-    by_gpu = group(tops(rows), gpus)
-    names = sorted(by_gpu)
-    ax.bar(names, [best(by_gpu[n]).test.proofs_per_hour or 0 for n in names])
+    best: dict[str, float] = {}
+    for pool in tops(rows):  # each host's best pool; of the hosts with the same GPUs, the fastest
+        name = gpus(pool[0])
+        best[name] = max(best.get(name, 0.0), figure(pool, "throughput") or 0.0)
+    names = sorted(best)
+    ax.bar(names, [best[n] for n in names])
     ax.tick_params(axis="x", labelsize=7)
 
 
@@ -35,15 +39,14 @@ def _plot_trend(ax: Any, rows: list[ResultRow], builds: list[str]) -> None:
     for host, series in sorted(group(rows, lambda r: r.run.label or gpus(r)).items()):
         per_build = group(series, lambda r: r.run.daemon_build)
         xs = [i for i, b in enumerate(builds) if b in per_build]
-        ax.plot(
-            xs, [best(per_build[builds[i]]).test.proofs_per_hour or 0 for i in xs], marker="o", label=host
-        )
+        ys = [figure(best_pool(per_build[builds[i]]), "throughput") or 0 for i in xs]
+        ax.plot(xs, ys, marker="o", label=host)
     ax.set_xticks(range(len(builds)), [b[:20] for b in builds], rotation=20, ha="right", fontsize=7)
     ax.legend(fontsize=7)
 
 
 CHARTS = {
-    "throughput_vs_ram.png": (_plot_ram, "best proofs/hour against host RAM"),
+    "throughput_vs_ram.png": (_plot_ram, "best proofs/hour against host RAM"),  # each a best pool's figure
     "throughput_vs_gpu.png": (_plot_gpu, "best proofs/hour by GPU"),
     "trend.png": (_plot_trend, "best proofs/hour per host over builds, oldest first"),
 }

@@ -1,8 +1,9 @@
 """``cuzk-perf compare``: one build against another on the same host, with ``--fail`` limits.
 
-It judges a change as the pytest gate does (``comparison``): beyond the limit and significant
-on the runs' pooled per-proof samples; a build whose runs stored no samples is compared as
-measured and reported as untested.
+It judges a change as the pytest gate does (``comparison``): between each build's pooled
+figure (``queries.figure``, as every view pools runs), failed when beyond the limit and
+significant on the runs' pooled per-proof samples; a build whose runs stored no samples is
+compared as measured and reported as untested.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.verdicts.comparison import Side, compare
 
 from .errors import PerfError
-from .queries import group, labels, values
+from .queries import figure, group, labels
 
 __all__ = ["cmd_compare", "compare_rows", "resolve_build"]
 
@@ -33,11 +34,10 @@ def resolve_build(db: ResultsDB, name: str) -> str:
 
 
 def _side(rows: list[ResultRow], name: str) -> Side:
-    """A build's figure over its runs, with their pooled samples when every run stored them."""
-    metric, found = METRICS[name], values(rows, name)
+    """A build's pooled figure over its runs, and their pooled samples to test when every run stored them."""
     parts = [Samples.from_dict(r.test.samples) for r in rows if r.test.samples]
     pooled = Samples.pooled(parts) if parts and len(parts) == len(rows) else None
-    return Side(metric.combine(found) if found else None, pooled)
+    return Side(figure(rows, name), pooled)
 
 
 def compare_rows(

@@ -1,20 +1,21 @@
 """What the results-database page shows, gathered into the template's context.
 
 Hosts ranked by their best proofs/hour per kind with their hardware, each host's history
-across builds per kind, and on each host the latest build against the one before it, through
-``cuzk-perf``'s own queries and ``compare_rows``. Only what ``ResultRow`` holds is read.
+across builds per kind (the pools and figures of ``cuzk-perf hosts`` and ``history``), and on
+each host the latest build against the one before it, through ``cuzk-perf``'s own queries and
+``compare_rows``. Only what ``ResultRow`` holds is read.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_cuzk.html.charts import history_chart, ranking_chart
 from pytest_cuzk.measure.figures import METRICS
 from pytest_cuzk.perf.compare import compare_rows
-from pytest_cuzk.perf.queries import best, config, gpus, group, labels, machine, stat, values
+from pytest_cuzk.perf.hosts import HISTORY, history, ranking
+from pytest_cuzk.perf.queries import config, figure, gpus, group, labels, machine, shown, spread
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
 from pytest_cuzk.wire.units import format_bytes
@@ -23,30 +24,29 @@ __all__ = ["db_page"]
 
 
 def _ranking(kind: str, rows: list[ResultRow]) -> dict[str, Any]:
-    """The hosts of one kind, fastest first, with the hardware that did it."""
-    hosts = []
-    for (fp, _), rs in group(rows, machine).items():  # one rented machine, as cuzk-perf hosts counts them
-        top, tput = best(rs), values(rs, "throughput") or [0.0]
+    """The hosts of one kind, fastest first, with the hardware that did it (as ``cuzk-perf hosts``)."""
+    hosts: list[tuple[float, dict[str, Any]]] = []
+    for _, rs, pool in ranking(rows):  # one rented machine, as cuzk-perf hosts counts them
+        top = pool[0]
         h = top.run.host
-        hosts.append(
-            {
-                "name": labels(rs),
-                "fingerprint": fp,
-                "gpus": gpus(top),
-                "cpu": f"{h.cpu_model}, {h.cpu_cores} cores",
-                "ram": format_bytes(h.ram_bytes),
-                "vram": format_bytes(h.vram_total_bytes),
-                "driver": " / CUDA ".join(x for x in (h.driver, h.cuda) if x) or "-",
-                "best": max(tput),
-                "spread": f"{min(tput):,.1f} – {max(tput):,.1f}",
-                "runs": len({r.run.run_id for r in rs}),
-                "config": config(top),
-                "build": top.run.daemon_build,
-            }
-        )
-    hosts.sort(key=lambda h: -h["best"])
-    chart = ranking_chart([(h["name"], h["best"]) for h in hosts], f"rank-{kind}")
-    return {"kind": kind, "hosts": hosts, "chart": chart}
+        row = {
+            "name": labels(rs),
+            "fingerprint": h.fingerprint,
+            "gpus": gpus(top),
+            "cpu": f"{h.cpu_model}, {h.cpu_cores} cores",
+            "ram": format_bytes(h.ram_bytes),
+            "vram": format_bytes(h.vram_total_bytes),
+            "driver": " / CUDA ".join(x for x in (h.driver, h.cuda) if x) or "-",
+            "best": shown(pool, "throughput"),
+            "spread": spread(pool),
+            "runs": len({r.run.run_id for r in pool}),
+            "config": config(top),
+            "build": top.run.daemon_build,
+        }
+        hosts.append((figure(pool, "throughput") or 0.0, row))
+    hosts.sort(key=lambda h: -h[0])
+    chart = ranking_chart([(h["name"], per_hour) for per_hour, h in hosts], f"rank-{kind}")
+    return {"kind": kind, "hosts": [h for _, h in hosts], "chart": chart}
 
 
 def _history(kind: str, rows: list[ResultRow], builds: Sequence[str]) -> dict[str, Any]:
@@ -58,9 +58,8 @@ def _history(kind: str, rows: list[ResultRow], builds: Sequence[str]) -> dict[st
     names = {key: labels(rs) for key, rs in group(rows, machine).items()}
     lines: dict[str, dict[str, float]] = {}
     table = []
-    for (host, cfg, build), rs in group(rows, lambda r: (machine(r), config(r), r.run.daemon_build)).items():
-        tput, p50, rss = (values(rs, m) for m in ("throughput", "p50", "rss_peak"))
-        lines.setdefault(f"{names[host]} {cfg}", {})[build] = statistics.median(tput or [0.0])
+    for (build, host, cfg), rs in history(rows).items():
+        lines.setdefault(f"{names[host]} {cfg}", {})[build] = figure(rs, "throughput") or 0.0
         table.append(
             {
                 "host": names[host],
@@ -68,16 +67,15 @@ def _history(kind: str, rows: list[ResultRow], builds: Sequence[str]) -> dict[st
                 "build": build,
                 "when": min(r.run.started_at for r in rs),
                 "runs": len({r.run.run_id for r in rs}),
-                "median": stat(statistics.median, tput, "{:,.1f}".format),
-                "best": stat(max, tput, "{:,.1f}".format),
-                "p50": stat(statistics.median, p50, "{:.2f}".format),
-                "rss": stat(max, rss, format_bytes),
+                "spread": spread(rs),
+                "figures": [shown(rs, m) for m in HISTORY],
             }
         )
     table.sort(key=lambda t: (t["host"], t["config"], builds.index(t["build"])))
-    shown = [b for b in builds if any(t["build"] == b for t in table)]
-    chart = history_chart(shown, lines, f"hist-{kind}") if len(shown) > 1 else None  # one build: no line
-    return {"kind": kind, "rows": table, "chart": chart}
+    shown_builds = [b for b in builds if any(t["build"] == b for t in table)]
+    one = len(shown_builds) < 2  # one build: no line to draw
+    chart = None if one else history_chart(shown_builds, lines, f"hist-{kind}")
+    return {"kind": kind, "rows": table, "chart": chart, "heads": [METRICS[m].label for m in HISTORY]}
 
 
 def _latest(rows: list[ResultRow], builds: Sequence[str], limits: dict[str, float]) -> list[dict[str, Any]]:

@@ -3,64 +3,85 @@
 from __future__ import annotations
 
 import argparse
-import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pytest_cuzk.measure.figures import METRICS
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
 from pytest_cuzk.sinks.tables import table
+from pytest_cuzk.wire.units import format_bytes
 
-from ..wire.units import format_bytes
 from .gpus import matches
-from .queries import NO_DATA, best, config, gpu_memory, gpus, group, joined, labels, machine, stat, values
+from .queries import (
+    NO_DATA,
+    best_pool,
+    config,
+    figure,
+    gpu_memory,
+    gpus,
+    group,
+    joined,
+    labels,
+    machine,
+    shown,
+    spread,
+)
 
-__all__ = ["cmd_history", "cmd_hosts", "cmd_recommend"]
+__all__ = ["HISTORY", "cmd_history", "cmd_hosts", "cmd_recommend", "history", "ranking"]
+
+HISTORY = ("throughput", "p50", "p90", "max", "rss_peak", "vram_peak")  # the figures a history row shows
+
+
+def ranking(rows: list[ResultRow]) -> Iterator[tuple[str, list[ResultRow], list[ResultRow]]]:
+    """Each kind on each machine: its tests, and its best pool (the build and configuration that did best)."""
+    for (kind, _), machine_rows in group(rows, lambda r: (r.test.kind, machine(r))).items():
+        yield kind, machine_rows, best_pool(machine_rows)
 
 
 def cmd_hosts(db: ResultsDB, args: argparse.Namespace) -> int:
-    """Best proofs/hour per kind per machine, with how many runs and how far they spread."""
+    """Best proofs/hour per kind per machine: its best build and configuration, their runs and spread."""
     out = []
-    for (kind, _), rows in group(db.rows(kind=args.kind), lambda r: (r.test.kind, machine(r))).items():
-        tput, top = values(rows, "throughput") or [0.0], best(rows)
-        runs, spread = len({r.run.run_id for r in rows}), f"{min(tput):.1f}..{max(tput):.1f}"
+    for kind, rows, pool in ranking(db.rows(kind=args.kind)):
+        top = pool[0]
         out.append((
             kind, joined(r.run.label for r in rows), joined(r.run.host.hostname for r in rows),
             joined(r.run.host_id for r in rows), top.run.host.fingerprint[:12], gpus(top),
-            format_bytes(top.run.host.ram_bytes), runs, f"{max(tput):.1f}", spread, config(top),
+            format_bytes(top.run.host.ram_bytes), len({r.run.run_id for r in pool}),
+            shown(pool, "throughput"), spread(pool), top.run.daemon_build, config(top),
+            figure(pool, "throughput") or 0.0,
         ))  # fmt: skip
-    out.sort(key=lambda t: (t[0], -float(t[8])))
+    out.sort(key=lambda t: (t[0], -t[-1]))
     heads = ("kind", "label", "hostname", "machine id", "fingerprint", "gpus", ">ram", ">runs", ">best/h",
-             ">spread/h", "best config")  # fmt: skip
-    print(table(heads, out) if out else NO_DATA)
+             ">spread/h", "best build", "best config")  # fmt: skip
+    print(table(heads, [t[:-1] for t in out]) if out else NO_DATA)
     return 0
 
 
-def _build_machine_config(r: ResultRow) -> tuple[str, tuple[str, str], int, int]:
-    return r.run.daemon_build, machine(r), r.test.batch_size, r.test.concurrency
+def history(rows: list[ResultRow]) -> dict[tuple[str, tuple[str, str], str], list[ResultRow]]:
+    """The pools a history shows: each build's tests on each machine in each configuration."""
+    return group(rows, lambda r: (r.run.daemon_build, machine(r), config(r)))
 
 
 def cmd_history(db: ResultsDB, args: argparse.Namespace) -> int:
     """Each build's figures on each host and configuration, in the order the builds were first run."""
-    rows = db.rows(kind=args.kind, host=args.host)
     out = []
-    for (build, _, batch, j), rs in group(rows, _build_machine_config).items():
-        tput, p50, rss = (values(rs, m) for m in ("throughput", "p50", "rss_peak"))
-        when = min(r.run.started_at for r in rs)
+    for (build, _, _), rs in history(db.rows(kind=args.kind, host=args.host)).items():
+        when, test = min(r.run.started_at for r in rs), rs[0].test
+        order = (when, build, labels(rs), test.batch_size, test.concurrency)
         runs = len({r.run.run_id for r in rs})
-        figures = [stat(max, tput, "{:.1f}".format), stat(statistics.median, tput, "{:.1f}".format)]
-        figures += [stat(statistics.median, p50, "{:.2f}".format), stat(max, rss, format_bytes)]
-        out.append((when, build, labels(rs), batch, j, runs, *figures))
-    out.sort(key=lambda t: t[:5])
-    shown = [(t[0].strftime("%Y-%m-%d %H:%M"), *t[1:]) for t in out]
-    heads = ("first run (UTC)", "build", "host", ">batch", ">j", ">runs", ">best/h", ">median/h", ">p50 s",
-             ">rss peak")  # fmt: skip
-    print(table(heads, shown) if out else NO_DATA)
+        out.append((order, [when.strftime("%Y-%m-%d %H:%M"), *order[1:], runs, spread(rs)]))
+        out[-1][1].extend(shown(rs, m) for m in HISTORY)
+    out.sort(key=lambda t: t[0])
+    heads = ("first run (UTC)", "build", "host", ">batch", ">j", ">runs", ">spread/h",
+             *(f">{METRICS[m].label}" for m in HISTORY))  # fmt: skip
+    print(table(heads, [row for _, row in out]) if out else NO_DATA)
     return 0
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A measured configuration of one kind: its worst RSS peak and its typical throughput."""
+    """A measured configuration of one kind: its pooled RSS peak and throughput over every run of it."""
 
     batch: int
     j: int
@@ -72,9 +93,9 @@ class Candidate:
 def candidates(rows: list[ResultRow]) -> list[Candidate]:
     out = []
     for (b, j), crs in sorted(group(rows, lambda r: (r.test.batch_size, r.test.concurrency)).items()):
-        tput = statistics.median(values(crs, "throughput") or [0.0])
         hosts = len({r.run.host.fingerprint for r in crs})
-        out.append(Candidate(b, j, int(max(values(crs, "rss_peak"))), tput, hosts))
+        peak, per_hour = figure(crs, "rss_peak"), figure(crs, "throughput")
+        out.append(Candidate(b, j, int(peak or 0), per_hour or 0.0, hosts))
     return out
 
 
@@ -82,9 +103,10 @@ def recommend_kind(kind: str, cands: list[Candidate], budget: float) -> Candidat
     """Print the candidates of one kind and return the fastest that fits ``budget``."""
     fits = [c for c in cands if c.peak <= budget]
     pick = max(fits, key=lambda c: (c.per_hour, -c.peak)) if fits else None
-    heads = ("kind", ">batch", ">j", ">rss peak", ">median/h", ">hosts", "fits", "pick")
+    rss, tput = METRICS["rss_peak"], METRICS["throughput"]
+    heads = ("kind", ">batch", ">j", f">{rss.label}", f">{tput.label}", ">hosts", "fits", "pick")
     print(table(heads, [
-        (kind, c.batch, c.j, format_bytes(c.peak), f"{c.per_hour:.1f}", c.hosts, "yes" if c in fits else "no",
+        (kind, c.batch, c.j, rss.fmt(c.peak), tput.fmt(c.per_hour), c.hosts, "yes" if c in fits else "no",
          "<- best" if c == pick else "")
         for c in cands
     ]))  # fmt: skip
@@ -107,8 +129,9 @@ def cmd_recommend(db: ResultsDB, args: argparse.Namespace) -> int:
         cands = candidates(krows)
         pick = recommend_kind(kind, cands, budget)
         if pick:
+            tput = METRICS["throughput"].fmt(pick.per_hour)
             print(f"{kind}: use batch size {pick.batch}, concurrency {pick.j} "
-                  f"({pick.per_hour:.1f} proofs/hour, RSS peak {format_bytes(pick.peak)})\n")  # fmt: skip
+                  f"({tput} proofs/hour, RSS peak {format_bytes(pick.peak)})\n")  # fmt: skip
             continue
         low = min(cands, key=lambda c: c.peak)
         need = format_bytes(low.peak / (1 - args.margin))

@@ -21,7 +21,7 @@ from pytest_cuzk.results.rows import ResultRow
 from ..wire.units import format_bytes
 from .gpus import gpu_key
 from .offerfile import Offer
-from .queries import gpu_memory, gpus, group, joined, machine, values
+from .queries import figure, gpu_memory, gpus, group, joined, machine
 
 __all__ = ["Estimate", "estimate", "memory_verdict"]
 
@@ -101,8 +101,7 @@ def _worst(metric: str, peaks: Iterable[int | None]) -> int | None:
 def _figures(rows: list[ResultRow], basis: Basis) -> list[float]:
     """The throughput of each run of this machine, or of each machine like it, its runs combined."""
     unit = (lambda r: r.run.run_id) if basis == "this machine" else machine
-    throughput = METRICS["throughput"]
-    return [throughput.combine(values(rs, "throughput")) for rs in group(rows, unit).values()]
+    return [figure(rs, "throughput") or 0.0 for rs in group(rows, unit).values()]
 
 
 def _misfit(offer: Offer, kind: str, basis: Basis, rows: list[ResultRow], least: int, why: str) -> Estimate:

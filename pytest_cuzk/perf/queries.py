@@ -1,4 +1,11 @@
-"""Reading the results database for ``cuzk-perf``: grouping tests, their figures and labels."""
+"""Reading the results database for ``cuzk-perf``: grouping tests, their figures and labels.
+
+Every view that pools several runs into one figure pools them here, in ``figure``, by the
+metric's own rule (``Metric.combine``): throughput and latency percentiles by the median of the
+runs' recorded figures; RSS and VRAM peaks and the slowest proof by the highest. So one set of
+runs shows one number in every view, and a pool's p90 never exceeds its max (each run's p90 is
+within its own max, and the median of those p90s within the highest max).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +18,18 @@ from pytest_cuzk.results.rows import ResultRow
 
 __all__ = [
     "NO_DATA",
-    "best",
+    "best_pool",
     "config",
+    "figure",
     "gpu_memory",
     "gpus",
     "group",
     "joined",
     "labels",
     "machine",
-    "stat",
+    "pools",
+    "shown",
+    "spread",
     "tops",
     "values",
 ]
@@ -65,18 +75,37 @@ def config(row: ResultRow) -> str:
     return f"batch{row.test.batch_size}-j{row.test.concurrency}"
 
 
-def best(rows: list[ResultRow]) -> ResultRow:
-    return max(rows, key=lambda r: r.test.proofs_per_hour or 0.0)
+def figure(rows: Iterable[ResultRow], metric: str) -> float | None:
+    """The figure of a pool of runs' tests: the metric's combine rule over their recorded values."""
+    found = values(rows, metric)
+    return METRICS[metric].combine(found) if found else None
+
+
+def shown(rows: Iterable[ResultRow], metric: str) -> str:
+    """The pool's ``figure`` as its metric prints it under a heading that names the unit."""
+    return METRICS[metric].fmt(figure(rows, metric))
+
+
+def spread(rows: Iterable[ResultRow]) -> str:
+    """``low..high``: the lowest and highest of the runs' own throughputs (``-`` when none has one)."""
+    found, fmt = values(rows, "throughput"), METRICS["throughput"].fmt
+    return f"{fmt(min(found))}..{fmt(max(found))}" if found else "-"
+
+
+def pools(rows: Iterable[ResultRow]) -> dict[tuple[str, str], list[ResultRow]]:
+    """The tests of each build and configuration (batch size, concurrency): what one figure may pool."""
+    return group(rows, lambda r: (r.run.daemon_build, config(r)))
+
+
+def best_pool(rows: Iterable[ResultRow]) -> list[ResultRow]:
+    """Of ``rows``' pools, the one with the highest pooled throughput."""
+    return max(pools(rows).values(), key=lambda rs: figure(rs, "throughput") or 0.0)
 
 
 def labels(rows: list[ResultRow]) -> str:
     return ",".join(sorted({r.run.label for r in rows if r.run.label})) or rows[0].run.host.fingerprint[:12]
 
 
-def stat(fn: Callable[[list[float]], float], vals: list[float], fmt: Callable[[float], str]) -> str:
-    return fmt(fn(vals)) if vals else "-"
-
-
-def tops(rows: Iterable[ResultRow]) -> list[ResultRow]:
-    """The best test of each kind on each host."""
-    return [best(rs) for rs in group(rows, lambda r: (r.test.kind, r.run.host.fingerprint)).values()]
+def tops(rows: Iterable[ResultRow]) -> list[list[ResultRow]]:
+    """The best pool of each kind on each host."""
+    return [best_pool(rs) for rs in group(rows, lambda r: (r.test.kind, r.run.host.fingerprint)).values()]

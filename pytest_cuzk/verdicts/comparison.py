@@ -114,19 +114,25 @@ class Change:
 
 
 def compare(metric: Metric, before: Side, after: Side, limit: float | None = None) -> Change:
-    """The change from ``before`` to ``after``; estimated from the samples where both sides have them."""
+    """The change from ``before`` to ``after``: of their figures, tested on the samples where both have them.
+
+    The figures are each side's own (a run's recorded figure, what its summary printed; a pool's
+    by ``perf.queries.figure``), never re-estimated from the samples: a throughput's windows hold
+    unequal numbers of proofs, so their mean rate is not the run's proofs over its timed seconds.
+    The samples give the interval of the change and its test.
+    """
     others = (before.others_pct, after.others_pct)
-    if before.value is None or after.value is None:
-        return Change(metric, before.value, after.value, limit, None, others_pct=others)
+    b, a = before.value, after.value
+    if b is None or a is None:
+        return Change(metric, b, a, limit, None, others_pct=others)
+    worse = regression(metric, b, a)
     xs, ys = before.series(metric), after.series(metric)
     tested = metric.estimator is not None and min(len(xs), len(ys)) >= stats.MIN_INTERVAL_SAMPLES
     if not tested or metric.estimator is None:
-        worse = regression(metric, before.value, after.value)
-        return Change(metric, before.value, after.value, limit, worse, others_pct=others)
-    b, a = float(metric.estimator(xs)), float(metric.estimator(ys))
+        return Change(metric, b, a, limit, worse, others_pct=others)
     ratio, p = metric.estimator.ratio(xs, ys)
     ci = worse_interval(metric, ratio) if ratio is not None else None
-    return Change(metric, b, a, limit, regression(metric, b, a), ci, p, tested=True, others_pct=others)
+    return Change(metric, b, a, limit, worse, ci, p, tested=True, others_pct=others)
 
 
 def spread_warning(metric: Metric, side: Side, limit: float) -> str | None:
@@ -141,6 +147,6 @@ def spread_warning(metric: Metric, side: Side, limit: float) -> str | None:
     cv = f", CV {spread:.0%}" if spread is not None else ""
     return (
         f"{metric.name} spread too wide for a {limit:g}% gate: its 95% interval is ±{half:.1f}% of "
-        f"{metric.show(metric.estimator(xs))} ({len(xs)} samples{cv}); measure longer "
+        f"{metric.show(side.value)} ({len(xs)} samples{cv}); measure longer "
         "(--cuzk-case-budget, --cuzk-proofs) or on a quieter host"
     )

@@ -112,11 +112,12 @@ def test_hosts_ranks_machines_by_measured_throughput(fleet: str, capsys: pytest.
     code, out, _ = perf(capsys, fleet, "hosts")
     assert code == 0
     rows = body(out)
+    # Each machine's best build and configuration: its runs, their pooled figure and their spread.
     assert [(r[0], r[1], r[2], r[3], *r[7:]) for r in rows] == [
-        ("porep", "4090", "rig-4090", "31337", "3", "52.0", "38.0..52.0", "batch2-j1"),
-        ("porep", "a40", "c.8123", "20481", "1", "35.9", "30.0..35.9", "batch1-j1"),
-        ("porep", "a40-2", "c.9001", "20482", "1", "34.0", "34.0..34.0", "batch1-j1"),
-        ("winning", "a40", "c.8123", "20481", "1", "900.0", "900.0..900.0", "batch1-j1"),
+        ("porep", "4090", "rig-4090", "31337", "1", "52.0", "52.0..52.0", "sha256:good0003", "batch2-j1"),
+        ("porep", "a40", "c.8123", "20481", "1", "35.9", "35.9..35.9", "sha256:base0001", "batch1-j1"),
+        ("porep", "a40-2", "c.9001", "20482", "1", "34.0", "34.0..34.0", "sha256:base0001", "batch1-j1"),
+        ("winning", "a40", "c.8123", "20481", "1", "900.0", "900.0..900.0", "sha256:base0001", "batch1-j1"),
     ]
     header, rule = out.splitlines()[:2]
     assert len(header) == len(rule)  # the last column's title is as wide as its rule: columns line up
@@ -131,7 +132,7 @@ def test_history_keeps_each_configuration_in_its_own_row(
     code, out, _ = perf(capsys, fleet, "history", "--kind", "porep-c2", "--host", "4090")
     assert code == 0
     assert cells(out.splitlines()[0])[1:6] == ["build", "host", "batch", "j", "runs"]
-    assert [(r[1], r[2], r[3], r[4], r[6]) for r in body(out)] == [
+    assert [(r[1], r[2], r[3], r[4], r[7]) for r in body(out)] == [
         ("sha256:base0001", "4090", "1", "1", "41.3"),
         ("sha256:base0001", "4090", "2", "1", "50.0"),
         ("sha256:bad00002", "4090", "1", "1", "38.0"),
@@ -150,7 +151,8 @@ def test_compare_fails_on_a_planted_regression(fleet: str, capsys: pytest.Captur
     assert code == 1
     regressions = [line for line in out.splitlines() if line.startswith("REGRESSION")]
     assert len(regressions) == 2, out
-    # Estimated from the pooled samples (10 windows a run, 2% apart), with the interval and the p-value.
+    # The builds' recorded figures, tested on their pooled samples (10 windows a run, 2% apart) for the
+    # interval and the p-value.
     assert re.fullmatch(
         r"REGRESSION porep batch1-j1 on 4090 throughput: A 4\d\.\d/h -> B 3\d\.\d/h \(-[789]\.\d%, "
         r"95% CI -\d+\.\d% to -[6-9]\.\d%, p=\S+, limit -5%\)",
@@ -235,7 +237,7 @@ def test_recommend_names_its_columns_and_prints_small_sizes_in_mib(
     assert code == 1
     lines = out.splitlines()
     assert lines[0] == "RAM 512 MiB less 15%: peaks must stay under 435 MiB"
-    assert cells(lines[1]) == ["kind", "batch", "j", "rss peak", "median/h", "hosts", "fits", "pick"]
+    assert cells(lines[1]) == ["kind", "batch", "j", "RSS peak", "proofs/h", "hosts", "fits", "pick"]
     assert "winning: nothing measured fits; the smallest peak is 10.0 GiB (batch 1, j 1)" in out
 
 

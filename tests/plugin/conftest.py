@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,17 @@ from support import QUICK_PLAN, not_an_xdist_worker
 from pytest_cuzk.backends.choice import DaemonChoice
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
 from pytest_cuzk.backends.protocol import Mode
+
+
+class SampledFake(FakeDaemon):
+    """A fake daemon whose 'process' is the test process, so the memory sampler has a pid to watch."""
+
+    @property
+    def pid(self) -> int | None:
+        return os.getpid()
+
+    def unsampled(self) -> str | None:
+        return None
 
 
 class FakeChoice:
@@ -34,11 +46,13 @@ FakeRun = Callable[..., tuple[pytest.RunResult, list[FakeDaemon]]]
 
 @pytest.fixture
 def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeRun:
-    """``fake_run(files, *args, labels=("local",), behaviour=..., die_after=..., plugins=..., ab=...)``.
+    """``fake_run(files, *args, labels=..., behaviour=..., die_after=..., plugins=..., ab=..., sampled=...)``.
 
     Writes the test files, runs pytest in this process against fake daemons (one per label)
     and returns the result with the daemons, for a look at what happened to them. ``ab``, the
     behaviour of an A/B baseline daemon (labelled ``baseline``, listed last), adds one.
+    ``labels`` defaults to ``("local",)``; ``sampled`` makes the daemons ``SampledFake``: their
+    memory figures are the test process's.
     """
 
     def run(
@@ -51,13 +65,13 @@ def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.Monk
         plugins: tuple[object, ...] = (),
         no_reraise_ctrlc: bool = False,
         ab: dict[str, FakeBehaviour] | None = None,
+        sampled: bool = False,
     ) -> tuple[pytest.RunResult, list[FakeDaemon]]:
         not_an_xdist_worker(monkeypatch)
         if files:
             pytester.makepyfile(**files)
-        daemons = tuple(
-            FakeDaemon(label, tmp_path / f"fake-{label}", behaviour, die_after) for label in labels
-        )
+        fake = SampledFake if sampled else FakeDaemon
+        daemons = tuple(fake(label, tmp_path / f"fake-{label}", behaviour, die_after) for label in labels)
         # importlib mode: an inner test_prove must not collide with the suite's module of that name
         inner = ("-p", "no:cacheprovider", "--import-mode=importlib", *QUICK_PLAN, *args)
         baseline = FakeDaemon("baseline", tmp_path / "fake-baseline", ab) if ab is not None else None

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -165,40 +164,12 @@ def test_each_wave_is_one_benchmark_round_and_the_json_keeps_every_proof(fake_ru
     )
 
 
-class SampledFake(FakeDaemon):
-    """A fake daemon whose 'process' is the test process, so the memory sampler has a pid to watch."""
-
-    @property
-    def pid(self) -> int | None:
-        return os.getpid()
-
-    def unsampled(self) -> str | None:
-        return None
-
-
-def test_a_gpu_that_sat_idle_through_a_case_is_named(pytester, tmp_path, monkeypatch):
+def test_a_gpu_that_sat_idle_through_a_case_is_named(fake_run, monkeypatch):
     fake = FakeNvml(monkeypatch, devices=2)
     fake.idle = {1}
-    pytester.makepyfile(test_prove=PROVE_SOURCE)
-    daemon = SampledFake("local", tmp_path / "fake", {"winning": FakeBehaviour(delay_s=0.05)})
-
-    class Choice:
-        def pytest_cuzk_make_backends(self, config, settings, workspace):
-            from pytest_cuzk.backends.choice import DaemonChoice
-
-            return DaemonChoice("fake", "a sampled fake", (daemon,))
-
-    args = (
-        "-k",
-        "winning",
-        "--cuzk-batch-sizes=1",
-        "--cuzk-proofs=14",
-        "--cuzk-max-proofs=14",
-        "-p",
-        "no:cacheprovider",
-    )
-    result = pytester.runpytest(*args, "--import-mode=importlib", plugins=[Choice()])
-    daemon.stop()
+    steady = {"winning": FakeBehaviour(delay_s=0.05)}
+    args = ("-k", "winning", "--cuzk-batch-sizes=1", "--cuzk-proofs=14", "--cuzk-max-proofs=14")
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, behaviour=steady, sampled=True)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
