@@ -102,6 +102,20 @@ class CuzkProfile:
         return Slo(seconds=CUZK_SLO_S[kind.name], source="the cuzk default")
 
 
+def ref_labels(address: str, timeout_s: float = 5.0) -> dict[str, str] | None:
+    """The ``cuzk_ref_info`` labels of the daemon at ``address``: {} for a daemon that is not cuzk-ref.
+
+    None when it does not answer (ask again later).
+    """
+    try:
+        with ProvingClient(address) as client:
+            samples = client.metric_samples(timeout=timeout_s)
+    except (CuzkError, ValueError):
+        return None
+    info = next((s for s in samples.samples if s.name == INFO_METRIC), None)
+    return dict(info.labels) if info is not None else {}
+
+
 def detect_profile(
     address: str, fallback: EngineProfile, *, local: bool, data_dir: Path, timeout_s: float = 5.0
 ) -> EngineProfile | None:
@@ -110,17 +124,13 @@ def detect_profile(
     None when it does not answer (ask again later). A cuzk-ref's param cache (its keys) is
     used only when the daemon runs on this machine; a remote one's proofs get no verifier.
     """
-    try:
-        with ProvingClient(address) as client:
-            samples = client.metric_samples(timeout=timeout_s)
-    except (CuzkError, ValueError):
+    labels = ref_labels(address, timeout_s)
+    if labels is None:
         return None
-    info = next((s for s in samples.samples if s.name == INFO_METRIC), None)
-    if info is None:
+    if not labels:
         return fallback
     from .reference import RefProfile
 
-    labels = dict(info.labels)
     cache = labels.get("param_cache")
     return RefProfile(
         labels.get("preset", "default"),

@@ -15,13 +15,14 @@ from typing import Any
 from filelock import FileLock
 
 from pytest_cuzk.config.slo import Slo
+from pytest_cuzk.core.progress import StatusLine
 
 from .. import __version__
 from ..proto import pb
 from ..wire.kinds import ProofKindInfo
 from .process import daemon_config
-from .profiles import CUZK_KNOWN_ISSUES, known_issue
-from .protocol import EngineProfile, Mode, PceRule, Verifier
+from .profiles import CUZK_KNOWN_ISSUES, known_issue, ref_labels
+from .protocol import ColdStart, EngineProfile, Mode, PceRule, Verifier
 from .spawned import SpawnedDaemon
 
 __all__ = ["RefProfile", "ReferenceEngine"]
@@ -107,6 +108,7 @@ class ReferenceEngine(SpawnedDaemon):
 
     mode: Mode = "ref"
     lowmem_by_default = False  # it needs no low-memory warm-up unless asked (--cuzk-lowmem-warmup=on)
+    prover: str | None = None  # which prover the running engine chose (gpu:NAME or cpu), once it answered
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
@@ -134,9 +136,16 @@ class ReferenceEngine(SpawnedDaemon):
             return PceRule(self.param_cache())
         return super().pce_rule()
 
+    def _start(self, batch_size: int, cold: ColdStart, status: StatusLine, lowmem: bool) -> None:
+        """Start it, then ask which prover it chose: only the running engine knows if a GPU is usable."""
+        super()._start(batch_size, cold, status, lowmem)
+        self.prover = (ref_labels(self.address) or {}).get("prover", self.prover)
+
     def profile(self) -> EngineProfile:
         settings = self.settings
-        return RefProfile(settings.preset, self.param_cache(), settings.data_dir, behave=self.behave())
+        return RefProfile(
+            settings.preset, self.param_cache(), settings.data_dir, behave=self.behave(), prover=self.prover
+        )
 
     def identity(self) -> str:
         return self.profile().identity()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 
@@ -40,6 +41,10 @@ def test_suite_case_proves_verifies_measures_and_reports(inner, tmp_path):
             "cold start [[]local batch 1[]]*",
         ]
     )
+    daemon = re.search(r"^daemon \[local\]: (cuzk-ref .*)$", result.stdout.str(), re.M)
+    assert daemon and re.search(r" prover=(cpu|gpu:\S.*) \(ref", daemon[1]), (
+        "the summary names the prover that ran"
+    )
     bench = json.loads(out.read_text())
     (case,) = bench["benchmarks"]
     assert case["name"] == "test_prove[winning-batch1-j1]"
@@ -50,6 +55,7 @@ def test_suite_case_proves_verifies_measures_and_reports(inner, tmp_path):
     assert info["timings"]["gpu_compute_ms"] > 0
     assert case["stats"]["rounds"] == 2, "one pedantic round per wave of one proof"
     assert bench["machine_info"]["cuzk"]["daemon"].startswith("cuzk-ref ")
+    assert " prover=" in bench["machine_info"]["cuzk"]["daemon"], "the machine info names the prover too"
     assert (plots / "test_prove[winning-batch1-j1].png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
