@@ -114,13 +114,14 @@ def test_requests_and_verification_stay_outside_the_timed_waves(daemon, pytester
         daemon,
         pytester,
         plan(min_proofs=6, max_proofs=6),
-        request_hook=lambda: time.sleep(0.05),
-        verify_s=0.05,
+        request_hook=lambda: time.sleep(0.2),
+        verify_s=0.2,
     )
+    # A 20 ms proof, timed, is far below the 200 ms of either: a busy host's jitter cannot bridge it
     figures = case_figures(result, "test_x")
-    assert all(0.02 <= s < 0.045 for s in figures.samples.wave_s), figures.samples.wave_s
-    assert figures.untimed_s >= 6 * 0.1 * 0.9, "building and verifying are the plugin's own time"
-    assert figures.throughput_proofs_per_hour > 3600 / 0.045, "throughput counts the timed waves only"
+    assert all(0.02 <= s < 0.15 for s in figures.samples.wave_s), figures.samples.wave_s
+    assert figures.untimed_s >= 6 * 0.4 * 0.9, "building and verifying are the plugin's own time"
+    assert figures.throughput_proofs_per_hour > 3600 / 0.15, "throughput counts the timed waves only"
     assert figures.plugin_share_pct is not None and figures.plugin_share_pct < 50
 
 
