@@ -2,8 +2,8 @@
 
 Neither plugin publishes an API for what the gates need (the compared run, the storage,
 whether this run will be saved, stopping a save, the timeout's message), nor pytest one for
-its ``-k`` matcher, so the plugin reads their attributes here and nowhere else; ``tests/core/test_compat.py`` holds a contract test
-for each, which fails when an upgrade of either plugin moves what is read.
+its ``-k`` matcher, so the plugin reads their attributes here and nowhere else;
+``tests/core/test_compat.py`` holds a contract test for each, which fails when an upgrade moves what is read.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ __all__ = [
     "BENCHMARK_PLUGIN",
     "SavedRun",
     "benchmark_whole",
-    "keyword_names",
-    "keyword_selects",
     "compare_asked",
     "compared_runs",
     "keep_from_storage",
+    "keyword_names",
+    "keyword_selects",
     "saved_runs",
     "saving_as",
     "stopped_by_pytest_timeout",

@@ -21,7 +21,8 @@ from pytest_cuzk.wire.units import plural
 __all__ = ["CollectionCheck", "marker_problems", "selected_kinds", "unasked_scenarios"]
 
 SCENARIO_TESTS = ("test_server", "test_priority", "test_sweep")  # the suite's load scenarios
-_SCENARIO_WORDS = re.compile("server|priority|sweep|under|scenarios", re.IGNORECASE)  # not in the cases' names
+# what only the scenarios' names contain, not the cases'
+_SCENARIO_WORDS = re.compile("server|priority|sweep|under|scenarios", re.IGNORECASE)
 _SCENARIO_FILE = Path(__file__).parents[1] / "suite" / "test_scenarios.py"
 
 
@@ -85,9 +86,9 @@ class CollectionCheck:
         else:
             source = " ".join(str(a) for a in config.args)
         raise pytest.UsageError(
-            f"--cuzk-daemon={config.option.cuzk_daemon}: none of the {plural(len(items), 'test')} collected from "
-            f"{source} uses cuzk, so the daemon would run nothing: run the packaged suite with "
-            "--pyargs pytest_cuzk.suite, or from a directory whose ini has no testpaths"
+            f"--cuzk-daemon={config.option.cuzk_daemon}: none of the {plural(len(items), 'test')} "
+            f"collected from {source} uses cuzk, so the daemon would run nothing: run the packaged suite "
+            "with --pyargs pytest_cuzk.suite, or from a directory whose ini has no testpaths"
         )
 
     def pytest_report_collectionfinish(self, items: list[pytest.Item]) -> list[str]:

@@ -123,7 +123,7 @@ def test_a_k_that_selects_no_case_lists_the_kind_names(fake_run):
 
 @pytest.mark.parametrize("paths", [(), ("tests",)])
 def test_a_daemon_run_that_collects_no_cuzk_test_is_a_usage_error(pytester, fake_run, paths):
-    """testpaths (or paths given) replace the packaged suite: unrelated tests must not pass for it."""
+    """Testpaths (or paths given) replace the packaged suite: unrelated tests must not pass for it."""
     pytester.makeini("[pytest]\ntestpaths = tests\n")
     pytester.mkdir("tests").joinpath("test_other.py").write_text("def test_porep_named():\n    pass\n")
     result, (daemon,) = fake_run({}, *paths, "--cuzk-daemon=auto", "-k", "porep")
@@ -137,5 +137,6 @@ def test_a_daemon_run_that_collects_no_cuzk_test_is_a_usage_error(pytester, fake
         ]
     )
     assert daemon.starts == [], "no daemon started for it"
-    result, _ = fake_run({}, "--pyargs", "pytest_cuzk.suite", "--cuzk-daemon=auto", "-k", "porep-batch1 and prove")
+    args = ("--pyargs", "pytest_cuzk.suite", "--cuzk-daemon=auto", "-k", "porep-batch1 and prove")
+    result, _ = fake_run({}, *args)
     result.assert_outcomes(passed=1)

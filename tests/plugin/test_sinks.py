@@ -88,3 +88,17 @@ def test_a_failing_sink_does_not_stop_the_gates_or_the_summary(fake_run):
     result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, plugins=(Broken(),))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*RuntimeError: dashboard down*", "*cuzk proving summary*"])
+
+
+def test_the_terminal_says_counts_and_seconds_as_people_write_them(fake_run):
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, "--cuzk-proofs=1", "--cuzk-max-proofs=1")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "cuzk: batch sizes 1, concurrency 1; per case at least 1 proof and at most 1, until the last 3 *",
+            "test_prove[[]winning-batch1-j1[]]: 1 proof in 1 wave, 0 windows, *",
+            "cold start [[]local batch 1[]] *.* s: start *.?? s, SRS load winning *.?? s, warm-up winning *.?? s, "
+            "PCE none",  # the fake daemon's PCE is not checked
+        ]
+    )
+    assert "{'" not in result.stdout.str(), "no Python dict shown"
