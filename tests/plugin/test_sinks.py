@@ -97,8 +97,8 @@ def test_the_terminal_says_counts_and_seconds_as_people_write_them(fake_run):
         [
             "cuzk: batch sizes 1, concurrency 1; per case at least 1 proof and at most 1, until the last 3 *",
             "test_prove[[]winning-batch1-j1[]]: 1 proof in 1 wave, 0 windows, *",
-            "cold start [[]local batch 1[]] *.* s: start *.?? s, SRS load winning *.?? s, warm-up winning *.?? s, "
-            "PCE none",  # the fake daemon's PCE is not checked
+            "cold start [[]local batch 1[]] *.* s: start *.?? s, SRS load winning *.?? s, "
+            "warm-up winning *.?? s, PCE none",  # the fake daemon's PCE is not checked
         ]
     )
     assert "{'" not in result.stdout.str(), "no Python dict shown"
