@@ -15,6 +15,7 @@ from test_perf import FLEET, RTX, store
 
 from pytest_cuzk.config.settings import OPTIONS
 from pytest_cuzk.perf.cli import main
+from pytest_cuzk.results.database import ResultsDB
 
 db_url, pg_server = pg.db_url, pg.pg_server
 browser = chromium.browser
@@ -95,6 +96,7 @@ def test_the_database_page_ranks_hosts_follows_builds_and_flags_the_latest_regre
 
 def test_the_database_page_of_an_empty_database_says_so(tmp_path, capsys: pytest.CaptureFixture[str]):
     page, url = tmp_path / "db.html", f"sqlite:///{tmp_path / 'empty.db'}"
+    ResultsDB(url).close()
     assert main(["report", "--db", url, "--html", str(page)]) == 0
     assert "The database holds no test yet" in page.read_text()
     assert main(["report", "--db", url, "--html", str(tmp_path)]) == 2

@@ -234,9 +234,7 @@ def test_a_recorded_machine_with_other_hardware_is_said_so(
     assert got["basis"] == "unknown"
     assert got["machine_recorded_as"] == "no GPU (box)"
     _, out, _ = offers(capsys, url, _write(tmp_path, [BUNDLE_3090]), "--kind", "porep")
-    assert (
-        body(out)[0][7] == "unknown: no 1x RTX 3090 measured; machine 4263 was recorded with no GPU (box)"
-    )
+    assert body(out)[0][7] == "unknown: no 1x RTX 3090 measured; machine 4263 was recorded with no GPU (box)"
 
 
 def _readme_session() -> list[tuple[list[str], list[str]]]:
