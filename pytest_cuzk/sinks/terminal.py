@@ -18,6 +18,7 @@ from pytest_cuzk.verdicts.baseline import compared_with
 from pytest_cuzk.wire.units import format_bytes, plural
 
 if TYPE_CHECKING:
+    from pytest_cuzk.backends.protocol import DaemonBackend
     from pytest_cuzk.measure.ledger import MetricValues
     from pytest_cuzk.scenarios.figures import ScenarioFigures
     from pytest_cuzk.sinks.view import RunView
@@ -155,14 +156,24 @@ def scenario_lines(scenarios: Sequence[ScenarioFigures]) -> list[str]:
     return ["load scenarios:", *(f"  {f.test}: {f.headline()}" for f in scenarios)]
 
 
+def _daemon_lines(daemons: Iterable[DaemonBackend]) -> list[str]:
+    """Each build once, with the daemons that run it: a fleet of one build is one line, not one per host."""
+    builds: dict[str, list[DaemonBackend]] = {}
+    for b in daemons:
+        builds.setdefault(b.profile().identity(), []).append(b)
+    lines = []
+    for build, runs in builds.items():
+        how = "; ".join(dict.fromkeys(f"{b.mode}, {'on this host' if b.local else 'remote'}" for b in runs))
+        labels = ", ".join(f"[{b.label}]" for b in runs)
+        lines.append(f"daemon {labels}: {build} ({how})")
+    return lines
+
+
 def _measured_lines(session: RunView) -> list[str]:
     """What was measured, on what: each daemon's build and place, this host, and where the outputs went."""
     from pytest_cuzk.host.info import host_info
 
-    lines = [
-        f"daemon [{b.label}]: {b.profile().identity()} ({b.mode}, {'on this host' if b.local else 'remote'})"
-        for b in session.choice.every
-    ]
+    lines = _daemon_lines(session.choice.every)
     h = host_info()
     gpus = ", ".join(f"{g.name} {format_bytes(g.vram_total_bytes)}" for g in h.gpus) or (
         f"none ({h.gpu_unavailable_reason})"

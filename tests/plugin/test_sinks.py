@@ -102,3 +102,13 @@ def test_the_terminal_says_counts_and_seconds_as_people_write_them(fake_run):
         ]
     )
     assert "{'" not in result.stdout.str(), "no Python dict shown"
+
+
+def test_a_fleet_of_one_build_names_it_once(fake_run, tmp_path):
+    page = tmp_path / "run.html"
+    args = (*WINNING, f"--cuzk-html={page}")
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, labels=("a", "b"), mode="attach")
+    result.assert_outcomes(passed=2)
+    builds = [line for line in result.outlines if line.startswith("daemon [")]
+    assert builds == ["daemon [a], [b]: fake daemon (fake, on this host)"]
+    assert page.read_text().count("· fake daemon") == 1, "the report's heading names the build once"
