@@ -179,8 +179,12 @@ class CuzkSession:
 
     @contextlib.contextmanager
     def _terminal(self) -> Iterator[IO[str]]:
+        """The terminal at the start of a line: pytest's open line of a file's results is ended first."""
         capman = self.config.pluginmanager.getplugin("capturemanager")
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
         with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            if reporter is not None:
+                reporter.ensure_newline()
             yield sys.stderr  # looked up here: while capture is off it is the terminal's
 
     # --- collection -------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ import json
 import pytest
 from support import PROVE_SOURCE
 
+from pytest_cuzk.backends.fake import FakeBehaviour
+from pytest_cuzk.core import progress
 from pytest_cuzk.measure.figures import Figures
 from pytest_cuzk.results.database import ResultsDB
 
@@ -112,3 +114,14 @@ def test_a_fleet_of_one_build_names_it_once(fake_run, tmp_path):
     builds = [line for line in result.outlines if line.startswith("daemon [")]
     assert builds == ["daemon [a], [b]: fake daemon (fake, on this host)"]
     assert page.read_text().count("· fake daemon") == 1, "the report's heading names the build once"
+
+
+def test_a_progress_line_starts_on_a_line_of_its_own(fake_run, monkeypatch):
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 0.0)  # a CI log's line at every tick of a wait
+    slow = {"winning": FakeBehaviour(delay_s=0.2)}
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, behaviour=slow)
+    result.assert_outcomes(passed=1)
+    assert any(line.startswith("cuzk: ") for line in result.errlines), "progress lines were written"
+    assert "test_prove.py" in [line.rstrip() for line in result.outlines], (
+        "pytest's line of the file's results was ended before them, not left open to glue onto"
+    )
