@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_cuzk.config.options import uses_cuzk
+from pytest_cuzk.core import transport
 from pytest_cuzk.core.compat import keyword_names, keyword_selects
 from pytest_cuzk.run.cases import item_case
 from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
@@ -74,6 +76,7 @@ class CollectionCheck:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.had_cuzk = False  # whether collection, before -k and --deselect, held a cuzk test
+        self.error: str | None = None  # on the xdist controller: the usage error a worker handed over
 
     @pytest.hookimpl(tryfirst=True)  # before -k and --deselect take items away
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
@@ -85,11 +88,30 @@ class CollectionCheck:
             source = f"the ini's testpaths ({' '.join(config.getini('testpaths'))})"
         else:
             source = " ".join(str(a) for a in config.args)
-        raise pytest.UsageError(
+        message = (
             f"--cuzk-daemon={config.option.cuzk_daemon}: none of the {plural(len(items), 'test')} "
             f"collected from {source} uses cuzk, so the daemon would run nothing: run the packaged suite "
             "with --pyargs pytest_cuzk.suite, or from a directory whose ini has no testpaths"
         )
+        workeroutput = getattr(config, "workeroutput", None)
+        if workeroutput is None:
+            raise pytest.UsageError(message)
+        # raised in an xdist worker it would crash the worker: the controller says it instead
+        workeroutput[transport.USAGE_ERROR] = message
+        config.hook.pytest_deselected(items=list(items))
+        items.clear()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        self.error = self.error or getattr(node, "workeroutput", {}).get(transport.USAGE_ERROR)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.error:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.error:
+            terminalreporter.write_line(f"ERROR: {self.error}", red=True)
 
     def pytest_report_collectionfinish(self, items: list[pytest.Item]) -> list[str]:
         """A ``-k`` that left no cuzk test hears what the cases' ids are made of."""
