@@ -23,6 +23,7 @@ from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
 from pytest_cuzk.core import transport
 from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.readiness import Readiness
@@ -178,8 +179,12 @@ class CuzkSession:
 
     @contextlib.contextmanager
     def _terminal(self) -> Iterator[IO[str]]:
+        """The terminal at the start of a line: pytest's open line of a file's results is ended first."""
         capman = self.config.pluginmanager.getplugin("capturemanager")
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
         with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            if reporter is not None:
+                reporter.ensure_newline()
             yield sys.stderr  # looked up here: while capture is off it is the terminal's
 
     # --- collection -------------------------------------------------------------------------------
@@ -208,8 +213,8 @@ class CuzkSession:
             self.config.hook.pytest_deselected(items=left_out)
             items[:] = [item for item in items if item not in left_out]
             self.notes.append(
-                f"{len(left_out)} load scenario test(s) of the suite not run: they take minutes; pass "
-                "--cuzk-scenarios, or name them (-k test_server, test_priority or test_sweep)"
+                f"{plural(len(left_out), 'load scenario test')} of the suite not run: they take minutes; "
+                "pass --cuzk-scenarios, or name them (-k test_server, test_priority or test_sweep)"
             )
         order_items(items)
 

@@ -34,10 +34,13 @@ def start_session(config: pytest.Config) -> None:
         with as_usage_error():
             spawn_binary(settings)
     no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
-    if config.option.cuzk_daemon is not None and no_paths:
-        # A cuzk mode, and no test paths on the command line nor testpaths in the ini: the packaged suite.
-        config.option.pyargs = True
-        config.args = [SUITE]
+    if config.option.cuzk_daemon is not None:
+        from pytest_cuzk.run.selection import CollectionCheck
+
+        config.pluginmanager.register(CollectionCheck(config), "cuzk_collection_check")
+        if no_paths:  # no test paths on the command line nor testpaths in the ini: the packaged suite
+            config.option.pyargs = True
+            config.args = [SUITE]
     session = _register(config, CuzkSession(config, settings))
     from pytest_cuzk.verdicts.baseline import PLUGIN, Baseline
 

@@ -1,9 +1,9 @@
-"""Every contact with pytest-benchmark's and pytest-timeout's internals, in one place.
+"""Every contact with pytest-benchmark's, pytest-timeout's and pytest's own internals, in one place.
 
 Neither plugin publishes an API for what the gates need (the compared run, the storage,
-whether this run will be saved, stopping a save, the timeout's message), so the plugin reads
-their attributes here and nowhere else; ``tests/core/test_compat.py`` holds a contract test
-for each, which fails when an upgrade of either plugin moves what is read.
+whether this run will be saved, stopping a save, the timeout's message), nor pytest one for
+its ``-k`` matcher, so the plugin reads their attributes here and nowhere else;
+``tests/core/test_compat.py`` holds a contract test for each, which fails when an upgrade moves what is read.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ __all__ = [
     "compare_asked",
     "compared_runs",
     "keep_from_storage",
+    "keyword_names",
+    "keyword_selects",
     "saved_runs",
     "saving_as",
     "stopped_by_pytest_timeout",
@@ -40,6 +42,21 @@ class SavedRun:
     def benchmarks(self) -> dict[str, dict[str, Any]]:
         """Its benchmarks by fullname (a pytest node id)."""
         return {b["fullname"]: b for b in self.data.get("benchmarks", []) if "fullname" in b}
+
+
+def keyword_names(item: pytest.Item) -> set[str]:
+    """The names pytest's ``-k`` matches ``item`` by: its and its parents' names, markers, extra keywords."""
+    from _pytest.mark import KeywordMatcher
+
+    return set(KeywordMatcher.from_item(item)._names)
+
+
+def keyword_selects(expression: str, names: set[str]) -> bool:
+    """Whether the ``-k`` ``expression`` selects an item of these names, as pytest's own ``-k`` decides."""
+    from _pytest.mark import KeywordMatcher
+    from _pytest.mark.expression import Expression
+
+    return Expression.compile(expression).evaluate(KeywordMatcher(frozenset(names)))
 
 
 def _session(config: pytest.Config) -> Any | None:

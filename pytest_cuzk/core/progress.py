@@ -6,7 +6,8 @@ terminal looks hung. ``StatusLine.stage`` opens a wait and the wait's own poll l
 second; without a TTY (CI logs) a line is written every 15 s, so short waits stay quiet.
 Downloads report through ``download`` and always end with one line naming the file.
 It is called from the main thread only, and writes past pytest's capture through the
-``stream`` it is given.
+``stream`` it is given, which starts it on a line of its own (the session's ends pytest's line of
+a test file's results first, so ``test_prove.py`` and a progress line are never glued together).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import IO
 __all__ = ["Progress", "StatusLine"]
 
 Progress = Callable[[str, int, "int | None"], None]  # (file name, bytes done, bytes in all)
-Stream = Callable[[], AbstractContextManager[IO[str]]]
+Stream = Callable[[], AbstractContextManager[IO[str]]]  # a stream at the start of a line
 TTY_AFTER_S, TTY_EVERY_S = 1.0, 0.5
 LOG_EVERY_S = 15.0
 
@@ -99,7 +100,7 @@ class StatusLine:
     def _write(self, text: str, end: bool) -> None:
         with self._stream() as out:
             if self.tty:
-                start = "\r" if self._open_line else "\n"
+                start = "\r" if self._open_line else ""
                 out.write(f"{start}{text}\x1b[K" + ("\n" if end else ""))
                 self._open_line = not end
             else:

@@ -37,6 +37,7 @@ SCENARIO = "cuzk_scenario"  # on a call report: the load scenario's figures reco
 PROOFS = "cuzk_proofs"  # on a call report: (seconds, ok) of the case's proofs, for the latency chart
 KEYS = (NOT_RUN, CASE, COLD, FIGURES, SCENARIO, PROOFS)
 METRIC_TOTALS = "cuzk_metric_totals"  # in a worker's workeroutput: the metric ledger's totals
+USAGE_ERROR = "cuzk_usage_error"  # in a worker's workeroutput: why its collection gives the daemon nothing
 
 _WHEN = {NOT_RUN: "setup", CASE: "setup", COLD: "call", FIGURES: "call", SCENARIO: "call", PROOFS: "call"}
 

@@ -164,6 +164,7 @@ def scenario_chart(record: ScenarioFigures, chart_id: str) -> Markup | None:
         if record.idle_latency_p50_s is not None:
             ax.axhline(record.idle_latency_p50_s, color=GREEN, linestyle=":", label="idle p50")
         ax.axhline(record.slo_s, color=RED, linestyle="--", label=f"bound {record.slo_s:.3g} s")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # proofs are counted, not measured
         ax.set(xlabel="PoSt proof #", ylabel="latency (s)")
     else:
         return None

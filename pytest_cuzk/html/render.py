@@ -12,7 +12,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from ..wire.units import format_bytes
+from ..wire.units import format_bytes, plural
 
 __all__ = ["render", "show"]
 
@@ -75,6 +75,6 @@ def render(template: str, **context: Any) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(show=show, bytes=format_bytes, when=_when, seconds=_seconds)
+    env.filters.update(show=show, bytes=format_bytes, when=_when, seconds=_seconds, plural=plural)
     env.globals["version"] = _version()
     return env.get_template(template).render(**context)

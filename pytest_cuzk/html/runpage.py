@@ -184,7 +184,8 @@ def run_page(
         "gates": gates(s),
         "baseline": compared.lines() if (compared := compared_with(config)) is not None else [],
         "metrics": list(METRICS.values()),
-        "cases_run": [e for e in entries if e.case is not None or e.figures is not None],
+        # a scenario has a case too, and a table of its own
+        "cases_run": [e for e in entries if (e.case or e.figures) is not None and e.scenario is None],
         "others": [e for e in entries if e.case is None and e.figures is None and e.scenario is None],
         "scenarios": [e for e in entries if e.scenario is not None],
         "anchors": {c["entry"].nodeid: c["anchor"] for c in cases},

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_cuzk.wire.units import plural
+
 if TYPE_CHECKING:
     from pytest_cuzk.measure.figures import Figures
 
@@ -59,7 +61,7 @@ class PairedAB:
         if self.layout != "side-by-side":
             block = f"each block of {self.windows_per_block} windows"
             layout = f"in turn (one daemon up at a time, restarted for {block})"
-        return f"{self.pairs} pairs, {layout}, seed {self.seed}, order {self.order}"
+        return f"{plural(self.pairs, 'pair')}, {layout}, seed {self.seed}, order {self.order}"
 
     def describe(self) -> str:
         """The paired change in words: ``throughput -12.9% (95% CI -15.1% to -10.6%, p=2e-05)``."""

@@ -4,7 +4,8 @@ Why: specs do not predict proving throughput, so hosts are chosen by what they m
 pytest-benchmark can gate timings but not throughput or memory across builds after the fact.
 
 Every subcommand takes ``--db URL`` (default: ``$PYTEST_CUZK_RESULTS_DB``, else the SQLite file in
-the user's data dir, see ``pytest_cuzk.results``). Exit codes: 0 done (also "no data"), 1 a
+the user's data dir, see ``pytest_cuzk.results``); all but ``example`` only read it, so a SQLite
+file that does not exist is a usage error, not a new empty database. Exit codes: 0 done (also "no data"), 1 a
 regression (``compare``), nothing fits the RAM (``recommend``) or ``--gpu`` names no offer's
 GPU (``offers``), 2 a usage error: each a ``PerfError``, its message printed by ``main``.
 """
@@ -165,9 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open(url: str | None) -> ResultsDB:
+def _open(url: str | None, create: bool) -> ResultsDB:
     try:
-        return ResultsDB(url)
+        return ResultsDB(url, create=create)
+    except FileNotFoundError as exc:
+        raise PerfError(str(exc)) from None
     except (ValueError, RuntimeError, sa.exc.SQLAlchemyError) as exc:
         raise PerfError(f"cannot open the results database {url or '(default)'}: {exc}") from None
 
@@ -182,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
-        with _open(args.db) as db:
+        with _open(args.db, create=args.func is cmd_example) as db:  # the others only read
             return int(args.func(db, args))
     except PerfError as exc:
         print(f"cuzk-perf {args.command}: {exc}", file=sys.stderr)

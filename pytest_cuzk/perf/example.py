@@ -18,7 +18,7 @@ from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import HostRecord, RunRecord, TestRecord
 
 from ..wire.files import atomic_write
-from ..wire.units import GIB, MIB
+from ..wire.units import GIB, MIB, plural
 from .errors import PerfError
 
 __all__ = ["FLEET", "OFFERS", "cmd_example", "record_fleet"]
@@ -83,6 +83,7 @@ def cmd_example(db: ResultsDB, args: argparse.Namespace) -> int:
     except OSError as exc:
         raise PerfError(f"cannot write --offers {offers}: {exc.strerror}") from None
     machines = len({f[2] for f in FLEET})
-    print(f"recorded {len(FLEET)} runs ({tests} tests) of {machines} machines; wrote {offers}")
+    counts = f"{plural(len(FLEET), 'run')} ({plural(tests, 'test')}) of {plural(machines, 'machine')}"
+    print(f"recorded {counts}; wrote {offers}")
     print(f"try: cuzk-perf offers {offers} --db {args.db} --kind porep")
     return 0

@@ -14,6 +14,8 @@ from typing import Any
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
 
+from ..wire.units import plural
+
 __all__ = ["cmd_export", "flat"]
 
 
@@ -41,7 +43,7 @@ def cmd_export(db: ResultsDB, args: argparse.Namespace) -> int:
             writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
     if args.output:
         Path(args.output).write_text(buf.getvalue())
-        print(f"wrote {len(rows)} tests to {args.output}")
+        print(f"wrote {plural(len(rows), 'test')} to {args.output}")
     else:
         sys.stdout.write(buf.getvalue())
     return 0

@@ -18,7 +18,7 @@ from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
 from pytest_cuzk.sinks.tables import table
 
-from ..wire.units import GIB, format_bytes
+from ..wire.units import GIB, format_bytes, plural
 from .errors import NOTHING, PerfError
 from .gpus import matches
 from .offerfile import Offer, missing_fields, read_offers
@@ -88,7 +88,7 @@ def _basis(e: Estimate) -> str:
     if e.basis == "unknown":
         return f"unknown: {e.why}"
     if e.basis == "this machine":
-        runs = f"{e.count} run{'s' if e.count != 1 else ''}"
+        runs = plural(e.count, "run")
         vs = f", {e.vs_like:+.0f}% vs {e.like_count} like it" if e.vs_like is not None else ""
         return f"this machine ({_names(e.sources)}, {runs}{vs})"
     like = f"{e.count} like it ({_names(e.sources)})"
@@ -149,8 +149,8 @@ def as_json(e: Estimate) -> dict[str, Any]:
 def _header(args: argparse.Namespace, chosen: int, offered: int, name: str) -> str:
     rate = "reserved (discounted_dph_total)" if args.reserved else "on-demand"
     return (
-        f"{chosen} of {offered} offers from {name}; {rate} prices with {format_bytes(args.disk)} of disk; "
-        f"measured peaks must leave {args.margin * 100:g}% of an offer's RAM free"
+        f"{chosen} of {plural(offered, 'offer')} from {name}; {rate} prices with {format_bytes(args.disk)} "
+        f"of disk; measured peaks must leave {args.margin * 100:g}% of an offer's RAM free"
     )
 
 

@@ -38,8 +38,9 @@ NO_DATA = "no data"
 
 
 def gpus(row: ResultRow) -> str:
-    models = sorted(set(row.run.host.gpu_models)) or ["no GPU"]
-    return f"{row.run.host.gpu_count}x {'/'.join(models)}"
+    if not row.run.host.gpu_count:
+        return "no GPU"
+    return f"{row.run.host.gpu_count}x {'/'.join(sorted(set(row.run.host.gpu_models)))}"
 
 
 def gpu_memory(row: ResultRow) -> int | None:

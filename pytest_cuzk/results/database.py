@@ -283,10 +283,20 @@ def _pick(row: sa.RowMapping, table: str, cls: type[Any]) -> dict[str, Any]:
 
 
 class ResultsDB:
-    """Open (creating or upgrading as needed) the results database at ``url``."""
+    """Open (creating or upgrading as needed) the results database at ``url``.
 
-    def __init__(self, url: str | None = None) -> None:
+    ``create=False`` for a reader: a SQLite file that is not there is an error naming it, and
+    nothing is made (a typo in a path must not become an empty database that answers "no data").
+    """
+
+    def __init__(self, url: str | None = None, create: bool = True) -> None:
         self.url = normalize_url(url)
+        path = self.url.database if self.url.get_backend_name() == "sqlite" else None
+        if not create and path and path != ":memory:" and not Path(path).is_file():
+            raise FileNotFoundError(
+                f"the results database {path} does not exist: check the path, or record runs into it "
+                "first (pytest --cuzk-results-db=...)"
+            )
         self.engine = create_engine(self.url)
         migrate(self.engine)
         md = build_metadata()

@@ -38,6 +38,7 @@ from pytest_cuzk.measure.paired import BASELINE, CANDIDATE, PairedAB
 from pytest_cuzk.run.casefigures import case_figures, case_samples
 from pytest_cuzk.run.plan import PRECISE_WINDOWS, SAVED_PRECISION, Measurement, Plan, PlanDone, drive
 from pytest_cuzk.run.waves import CaseResult, Wave
+from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend
@@ -190,9 +191,10 @@ class Interleaving:
             half = (hi - lo) / 2
             if self.limit is not None and (lo > self.limit or hi < self.limit):
                 side = "beyond" if lo > self.limit else "within"
-                return f"the paired change wholly {side} the {self.limit:g}% limit after {pairs} pairs"
+                limit = f"the {self.limit:g}% limit"
+                return f"the paired change wholly {side} {limit} after {plural(pairs, 'pair')}"
             if half <= self.precision:
-                return f"the paired change within ±{half:.1f}% after {pairs} pairs"
+                return f"the paired change within ±{half:.1f}% after {plural(pairs, 'pair')}"
         cap = BUDGETS * self.plan.budget_s
         if elapsed + elapsed / pairs > cap:
             budget = f"{self.plan.budget_s:g} s time budget (--cuzk-case-budget)"

@@ -36,6 +36,7 @@ from pytest_cuzk.measure.figures import METRICS
 from pytest_cuzk.run.casefigures import case_samples
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.waves import CaseResult, Runner, Wave, check_wave, run_wave
+from pytest_cuzk.wire.units import plural
 
 __all__ = [
     "PRECISE_WINDOWS",
@@ -182,7 +183,7 @@ class Measurement:
             return ""
         settled = stable(self._windows, plan.stability_pct)
         if settled and self._precise:
-            return f"stable after {len(self._windows)} windows"
+            return f"stable after {plural(len(self._windows), 'window')}"
         if elapsed + elapsed / len(self.result.waves) > plan.budget_s:
             short = ", short of the compare gate's precision" if settled else ""
             return f"the {plan.budget_s:g} s time budget (--cuzk-case-budget) would be overrun{short}"
@@ -192,7 +193,7 @@ class Measurement:
         """The case's progress line: how far it is towards its minimum and how many windows closed."""
         done, plan = len(self.result.proofs), self.plan
         towards = f"of at least {plan.min_proofs} " if done < plan.min_proofs else ""
-        return f"{done} {towards}proofs done, {len(self._windows)} windows closed"
+        return f"{done} {towards}proofs done, {plural(len(self._windows), 'window')} closed"
 
     def finish(self) -> CaseResult:
         result = self.result

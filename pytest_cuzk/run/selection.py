@@ -1,22 +1,30 @@
 """Which collected tests a run keeps, and which proof kinds they select.
 
 The load scenarios of the packaged suite take minutes, so they run only when asked; the kinds
-the kept cases and ``cuzk_kinds`` markers name are the ones that get preload and warm-up.
+the kept cases and ``cuzk_kinds`` markers name are the ones that get preload and warm-up. A run
+that names a daemon but collects no cuzk test, or whose ``-k`` leaves none, is told why.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_cuzk.config.options import uses_cuzk
+from pytest_cuzk.core import transport
+from pytest_cuzk.core.compat import keyword_names, keyword_selects
 from pytest_cuzk.run.cases import item_case
-from pytest_cuzk.wire.kinds import UnknownKind, by_name
+from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
+from pytest_cuzk.wire.units import plural
 
-__all__ = ["marker_problems", "selected_kinds", "unasked_scenarios"]
+__all__ = ["CollectionCheck", "marker_problems", "selected_kinds", "unasked_scenarios"]
 
 SCENARIO_TESTS = ("test_server", "test_priority", "test_sweep")  # the suite's load scenarios
-_SCENARIO_WORDS = ("server", "priority", "sweep", "under")  # what only their ids contain, not the cases'
+# what only the scenarios' names contain, not the cases'
+_SCENARIO_WORDS = re.compile("server|priority|sweep|under|scenarios", re.IGNORECASE)
 _SCENARIO_FILE = Path(__file__).parents[1] / "suite" / "test_scenarios.py"
 
 
@@ -32,19 +40,88 @@ def marker_problems(items: list[pytest.Item]) -> list[str]:
 
 
 def unasked_scenarios(config: pytest.Config, asked: bool, items: list[pytest.Item]) -> list[pytest.Item]:
-    """The packaged suite's load scenarios, unless ``asked`` (--cuzk-scenarios), -k or a node id say so."""
-    keyword = str(config.option.keyword or "")
+    """The packaged suite's load scenarios, unless ``asked`` (--cuzk-scenarios), -k or a node id name them."""
     args = [str(a) for a in config.args]
-    named = any(word in keyword for word in _SCENARIO_WORDS) or any(
-        f"::{name}" in a for a in args for name in SCENARIO_TESTS
-    )
-    if asked or named or any(a.endswith(_SCENARIO_FILE.name) for a in args):
+    if asked or any(a.endswith(_SCENARIO_FILE.name) for a in args):
         return []
+    keyword = str(config.option.keyword or "").strip()
     return [
         item
         for item in items
-        if getattr(item, "originalname", None) in SCENARIO_TESTS and item.path == _SCENARIO_FILE
+        if getattr(item, "originalname", None) in SCENARIO_TESTS
+        and item.path == _SCENARIO_FILE
+        and not any(f"::{getattr(item, 'originalname', '')}" in a for a in args)
+        and not (keyword and _named_by(keyword, item))
     ]
+
+
+def _named_by(keyword: str, item: pytest.Item) -> bool:
+    """Whether ``-k`` selects the scenario by a word only scenarios have, as pytest's -k matches any item.
+
+    ``-k porep`` selects ``test_priority[winning-under-porep]`` too, by a word every PoRep case
+    has: that is no ask. ``-k 'priority and winning'`` selects it only because of ``priority``.
+    """
+    names = keyword_names(item)
+    plain = {_SCENARIO_WORDS.sub("/", name) for name in names}  # the scenario with its own words taken out
+    return keyword_selects(keyword, names) and not keyword_selects(keyword, plain)
+
+
+class CollectionCheck:
+    """Registered when ``--cuzk-daemon`` is given: a run with nothing for the daemon says why.
+
+    The ini's ``testpaths`` (or paths on the command line) replace the packaged suite; when they
+    hold no cuzk test, a run would pass on unrelated tests, the daemon announced and never used.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.had_cuzk = False  # whether collection, before -k and --deselect, held a cuzk test
+        self.error: str | None = None  # on the xdist controller: the usage error a worker handed over
+
+    @pytest.hookimpl(tryfirst=True)  # before -k and --deselect take items away
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        self.had_cuzk = any(uses_cuzk(item) for item in items)
+        if self.had_cuzk or session.testsfailed:  # a collection error says more than this would
+            return
+        config = self.config
+        if config.args_source == pytest.Config.ArgsSource.TESTPATHS:
+            source = f"the ini's testpaths ({' '.join(config.getini('testpaths'))})"
+        else:
+            source = " ".join(str(a) for a in config.args)
+        message = (
+            f"--cuzk-daemon={config.option.cuzk_daemon}: none of the {plural(len(items), 'test')} "
+            f"collected from {source} uses cuzk, so the daemon would run nothing: run the packaged suite "
+            "with --pyargs pytest_cuzk.suite, or from a directory whose ini has no testpaths"
+        )
+        workeroutput = getattr(config, "workeroutput", None)
+        if workeroutput is None:
+            raise pytest.UsageError(message)
+        # raised in an xdist worker it would crash the worker: the controller says it instead
+        workeroutput[transport.USAGE_ERROR] = message
+        config.hook.pytest_deselected(items=list(items))
+        items.clear()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        self.error = self.error or getattr(node, "workeroutput", {}).get(transport.USAGE_ERROR)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.error:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.error:
+            terminalreporter.write_line(f"ERROR: {self.error}", red=True)
+
+    def pytest_report_collectionfinish(self, items: list[pytest.Item]) -> list[str]:
+        """A ``-k`` that left no cuzk test hears what the cases' ids are made of."""
+        keyword = str(self.config.option.keyword or "").strip()
+        if not self.had_cuzk or not keyword or any(uses_cuzk(item) for item in items):
+            return []
+        return [
+            f"cuzk: -k {keyword!r} selects no cuzk test: a case's id names its kind ({', '.join(KINDS)}), "
+            "batch size and concurrency, e.g. -k porep or -k 'winning and batch1'"
+        ]
 
 
 def selected_kinds(items: list[pytest.Item]) -> set[str]:

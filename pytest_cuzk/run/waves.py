@@ -40,6 +40,7 @@ from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.proto import pb
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.wire.units import plural
 
 __all__ = ["CaseResult", "ProofOutcome", "Runner", "Wave", "await_one", "check_wave", "run_wave"]
 
@@ -114,7 +115,7 @@ class CaseResult:
         for p in self.failed:  # the same reason for other jobs and other seconds waited is one reason
             groups.setdefault(_REASON_NUMBERS.sub("…", p.error.replace(p.job_id, "<job>")), []).append(p)
         ranked = sorted(groups.values(), key=len, reverse=True)
-        head = f"{len(self.failed)} of {len(self.proofs)} {self.case.kind.name} proofs failed: "
+        head = f"{len(self.failed)} of {plural(len(self.proofs), f'{self.case.kind.name} proof')} failed: "
         return head + "; ".join(f"{len(g)}x {g[0].error}" for g in ranked)
 
 
@@ -213,7 +214,7 @@ def _wave_name(kind: ProofKindInfo, requests: list[pb.SubmitProofRequest]) -> st
     ids = [r.request_id for r in requests]
     if len(ids) == 1:
         return f"{kind.name} proof job {ids[0]}"
-    return f"a wave of {len(ids)} {kind.name} proofs (jobs {ids[0]} to {ids[-1]})"
+    return f"a wave of {plural(len(ids), f'{kind.name} proof')} (jobs {ids[0]} to {ids[-1]})"
 
 
 _Answer = Future[tuple[ProofOutcome, ProofResult | None]]

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pytest_cuzk.wire.units import plural
+
 __all__ = [
     "PriorityFigures",
     "RateStep",
@@ -102,7 +104,7 @@ class ServerFigures(ScenarioFigures):
         return {"rates": tuple(RateStep(**r) for r in values.get("rates") or ())}
 
     def headline(self) -> str:
-        tried = f"{len(self.rates)} rate{'s' if len(self.rates) != 1 else ''} tried ({self.stop_reason})"
+        tried = f"{plural(len(self.rates), 'rate')} tried ({self.stop_reason})"
         if self.max_sustainable_rate_per_hour is None:
             return f"no rate held p99 within {self.slo}; {tried}"
         return (

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.verdicts.baseline import compared_with
-from pytest_cuzk.wire.units import format_bytes
+from pytest_cuzk.wire.units import format_bytes, plural
 
 if TYPE_CHECKING:
+    from pytest_cuzk.backends.protocol import DaemonBackend
     from pytest_cuzk.measure.ledger import MetricValues
     from pytest_cuzk.scenarios.figures import ScenarioFigures
     from pytest_cuzk.sinks.view import RunView
@@ -53,9 +54,9 @@ def header_lines(session: RunView) -> list[str]:
         )
     lines.append(
         f"cuzk: batch sizes {','.join(map(str, s.batch_sizes))}, concurrency "
-        f"{','.join(map(str, s.concurrency))}; per case {s.proofs} to {s.max_proofs} proofs, until the last "
-        f"3 windows of {s.window:g} s agree within {s.stability:g}% or {s.case_budget:g} s are spent; "
-        f"sampling every {s.sample_interval}s"
+        f"{','.join(map(str, s.concurrency))}; per case at least {plural(s.proofs, 'proof')} and at most "
+        f"{s.max_proofs}, until the last 3 windows of {s.window:g} s agree within {s.stability:g}% or "
+        f"{s.case_budget:g} s are spent; sampling every {s.sample_interval}s"
     )
     config = session.config
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
@@ -85,9 +86,10 @@ def _cold_lines(colds: Iterable[dict[str, Any]]) -> list[str]:
         cold = ColdStart.from_dict(record)
         where = cold.label + (f" batch {cold.batch_size}" if cold.batch_size else "")
         total = cold.start_s + sum(sum(d.values()) for d in (cold.srs_load_s, cold.warmup_s, cold.pce_s))
+        stages = (("SRS load", cold.srs_load_s), ("warm-up", cold.warmup_s), ("PCE", cold.pce_s))
+        said_stages = ", ".join(_stage(name, seconds) for name, seconds in stages)
         lines.append(
-            f"cold start [{where}] {total:.1f}s: start {cold.start_s}s, SRS load {cold.srs_load_s}, "
-            f"warm-up {cold.warmup_s}, PCE {cold.pce_s}"
+            f"cold start [{where}] {total:.1f} s: start {cold.start_s:.2f} s, {said_stages}"
             + (" (low-memory warm-up)" if cold.lowmem_warmup else "")
         )
         lines += [f"  note: {n}" for n in cold.notes]
@@ -95,6 +97,11 @@ def _cold_lines(colds: Iterable[dict[str, Any]]) -> list[str]:
         said.update(restarts)
         lines += [f"  {r}" for r in restarts]
     return lines
+
+
+def _stage(name: str, seconds: dict[str, float]) -> str:
+    """``SRS load porep 1.84 s, winning 0.12 s``: a readiness stage's seconds per kind (``none``: skipped)."""
+    return f"{name} " + (", ".join(f"{kind} {s:.2f} s" for kind, s in seconds.items()) or "none")
 
 
 def _interval(f: Figures) -> str:
@@ -126,7 +133,8 @@ def measurement_line(f: Figures) -> str:
     others = f.memory.host_other_cpu_pct if f.memory is not None else None
     busy = "" if others is None else f"; other processes kept {others:.0f}% of the host's CPUs busy"
     return (
-        f"{f.test}: {f.proofs_ok + f.proofs_failed} proofs in {f.waves} waves, {f.windows} windows, "
+        f"{f.test}: {plural(f.proofs_ok + f.proofs_failed, 'proof')} in {plural(f.waves, 'wave')}, "
+        f"{plural(f.windows, 'window')}, "
         f"{'stable' if f.stabilised else 'not stable'} ({f.stop_reason or 'ended'}){cv}; "
         f"{f.measured_s:.1f} s timed; plugin: client and transport {share} of the daemon's time, "
         f"{f.untimed_s:.2f} s of checks between waves{busy}"
@@ -148,14 +156,24 @@ def scenario_lines(scenarios: Sequence[ScenarioFigures]) -> list[str]:
     return ["load scenarios:", *(f"  {f.test}: {f.headline()}" for f in scenarios)]
 
 
+def _daemon_lines(daemons: Iterable[DaemonBackend]) -> list[str]:
+    """Each build once, with the daemons that run it: a fleet of one build is one line, not one per host."""
+    builds: dict[str, list[DaemonBackend]] = {}
+    for b in daemons:
+        builds.setdefault(b.profile().identity(), []).append(b)
+    lines = []
+    for build, runs in builds.items():
+        how = "; ".join(dict.fromkeys(f"{b.mode}, {'on this host' if b.local else 'remote'}" for b in runs))
+        labels = ", ".join(f"[{b.label}]" for b in runs)
+        lines.append(f"daemon {labels}: {build} ({how})")
+    return lines
+
+
 def _measured_lines(session: RunView) -> list[str]:
     """What was measured, on what: each daemon's build and place, this host, and where the outputs went."""
     from pytest_cuzk.host.info import host_info
 
-    lines = [
-        f"daemon [{b.label}]: {b.profile().identity()} ({b.mode}, {'on this host' if b.local else 'remote'})"
-        for b in session.choice.every
-    ]
+    lines = _daemon_lines(session.choice.every)
     h = host_info()
     gpus = ", ".join(f"{g.name} {format_bytes(g.vram_total_bytes)}" for g in h.gpus) or (
         f"none ({h.gpu_unavailable_reason})"
@@ -175,7 +193,8 @@ def _listed(head: str, tests: list[tuple[str, str]]) -> list[str]:
     """``head`` with how many tests, then each test and why."""
     if not tests:
         return []
-    return [f"{head}: {len(tests)} cuzk test(s)", *(f"  {n.rpartition('::')[2]}: {why}" for n, why in tests)]
+    each = (f"  {n.rpartition('::')[2]}: {why}" for n, why in tests)
+    return [f"{head}: {plural(len(tests), 'cuzk test')}", *each]
 
 
 def _baseline(f: Figures) -> tuple[Figures, ...]:

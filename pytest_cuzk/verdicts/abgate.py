@@ -21,6 +21,7 @@ from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, Figures, regression, worse_interval
 from pytest_cuzk.verdicts.comparison import Change, Side, compare
+from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.measure.paired import PairedAB
@@ -66,9 +67,10 @@ def check_ab(figures: Figures, settings: Settings) -> tuple[list[str], list[str]
         why = f"{ab.baseline.proofs_failed} of the baseline's proofs failed"
         return [], [f"--cuzk-compare-fail not checked against the A/B baseline: {why}"]
     if ab.pairs < stats.MIN_INTERVAL_SAMPLES:
-        why = f"{ab.pairs} complete pairs, an interval needs {stats.MIN_INTERVAL_SAMPLES}"
+        why = f"{plural(ab.pairs, 'complete pair')}, an interval needs {stats.MIN_INTERVAL_SAMPLES}"
         return [], [f"--cuzk-compare-fail not checked on the A/B pairs: {why} (raise --cuzk-case-budget)"]
-    how = f"A/B over {ab.pairs} pairs, {ab.layout.replace('-', ' ')}, seed {ab.seed} (--cuzk-compare-fail)"
+    layout = ab.layout.replace("-", " ")
+    how = f"A/B over {plural(ab.pairs, 'pair')}, {layout}, seed {ab.seed} (--cuzk-compare-fail)"
     failures: list[str] = []
     warnings: list[str] = []
     for change in ab_changes(figures, settings.compare_fail):

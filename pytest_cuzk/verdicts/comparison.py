@@ -22,6 +22,7 @@ from typing import Literal
 
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import Metric, Samples, regression, worse_interval
+from pytest_cuzk.wire.units import plural
 
 __all__ = ["BUSIER_PCT", "Change", "Side", "compare", "spread_warning"]
 
@@ -147,6 +148,6 @@ def spread_warning(metric: Metric, side: Side, limit: float) -> str | None:
     cv = f", CV {spread:.0%}" if spread is not None else ""
     return (
         f"{metric.name} spread too wide for a {limit:g}% gate: its 95% interval is ±{half:.1f}% of "
-        f"{metric.show(side.value)} ({len(xs)} samples{cv}); measure longer "
+        f"{metric.show(side.value)} ({plural(len(xs), 'sample')}{cv}); measure longer "
         "(--cuzk-case-budget, --cuzk-proofs) or on a quieter host"
     )

@@ -14,6 +14,7 @@ __all__ = [
     "parse_percent",
     "parse_size",
     "parse_thresholds",
+    "plural",
 ]
 
 MIB = 1 << 20
@@ -42,6 +43,11 @@ def format_bytes(n: float | None, unknown: str = "n/a") -> str:
     if abs(n) >= GIB:
         return f"{n / GIB:.2f} GiB"
     return f"{n / MIB:.0f} MiB"
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 window``, ``2 windows``, ``0 GPUs``: a count with its noun (``many``: an irregular plural)."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"
 
 
 def parse_percent(text: str, where: str) -> float:

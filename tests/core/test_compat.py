@@ -114,3 +114,11 @@ def test_a_pytest_timeout_stop_is_told_from_its_message(pytester):
     )
     pytester.inline_run("--timeout=1", "--timeout-method=signal", plugins=[Watch()])
     assert seen == [True, False]  # test_slow was stopped by pytest-timeout; test_fails failed on its own
+
+
+def test_the_k_matcher_is_pytests_own(pytester):
+    (item,) = pytester.getitems("def test_one_porep():\n    pass\n")
+    names = compat.keyword_names(item)
+    assert "test_one_porep" in names
+    assert compat.keyword_selects("PoRep and not winning", names), "case-insensitive, by substring"
+    assert not compat.keyword_selects("winning or (porep and two)", names)

@@ -57,7 +57,7 @@ def test_a_terminal_gets_one_rewritten_line_that_ends_done(clock):
         clock.now += 1
         line.tick("2 of 2 proofs done")
     assert out.getvalue() == (
-        "\ncuzk: porep-batch1-j1: proving (1 of 2 proofs done): 1 s\x1b[K"
+        "cuzk: porep-batch1-j1: proving (1 of 2 proofs done): 1 s\x1b[K"
         "\rcuzk: porep-batch1-j1: proving (2 of 2 proofs done): 2 s\x1b[K"
         "\rcuzk: porep-batch1-j1: proving: 2 s: done\x1b[K\n"
     )

@@ -83,6 +83,8 @@ def test_the_former_name_still_works_and_says_to_use_the_new_one(
 
 
 def test_a_run_under_the_former_name_warns(inner) -> None:
-    result = inner({"test_nothing": "def test_nothing():\n    pass\n"}, "--cuzk-host-id=22990")
+    # a cuzk test (a run that names a daemon and collects none is a usage error) that starts no daemon
+    marked = "import pytest\n\n@pytest.mark.cuzk_kinds('winning')\ndef test_nothing():\n    pass\n"
+    result = inner({"test_nothing": marked}, "--cuzk-host-id=22990")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*PytestDeprecationWarning: option --cuzk-host-id is the former name of*"])

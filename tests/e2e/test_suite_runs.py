@@ -24,7 +24,7 @@ SUITE_FILES = {
     "test_daemon": (SUITE / "test_daemon.py").read_text(),
 }
 KNOWN = [  # "?" for the brackets, which fnmatch reads as a character class
-    "KNOWN ENGINE BUG (xfail): 1 cuzk test(s)",
+    "KNOWN ENGINE BUG (xfail): 1 cuzk test",
     "  test_prove?snap-batch2-j1?: known cuzk bug: SnapDeals*proof split failed*",
 ]
 # cuzk's 10 s wait for a batch's company, shortened as a user's base config may

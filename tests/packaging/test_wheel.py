@@ -32,7 +32,7 @@ def test_the_readme_command_runs_the_packaged_suite_from_an_empty_directory(user
     assert "4 passed" in out and "skipped" not in out, out[-2000:]
     assert "test_prove[winning-batch1-j1]" in out and "cuzk proving summary" in out
     # the load scenarios take minutes: -k winning alone leaves them out, and says so
-    assert "note: 3 load scenario test(s) of the suite not run: they take minutes; pass --cuzk-" in out
+    assert "note: 3 load scenario tests of the suite not run: they take minutes; pass --cuzk-" in out
 
 
 def test_pyargs_names_the_suite_too(user_venv, tmp_path):

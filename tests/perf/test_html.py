@@ -15,6 +15,7 @@ from test_perf import FLEET, RTX, store
 
 from pytest_cuzk.config.settings import OPTIONS
 from pytest_cuzk.perf.cli import main
+from pytest_cuzk.results.database import ResultsDB
 
 db_url, pg_server = pg.db_url, pg.pg_server
 browser = chromium.browser
@@ -94,6 +95,7 @@ def test_the_database_page_ranks_hosts_follows_builds_and_flags_the_latest_regre
 
 def test_the_database_page_of_an_empty_database_says_so(tmp_path, capsys: pytest.CaptureFixture[str]):
     page, url = tmp_path / "db.html", f"sqlite:///{tmp_path / 'empty.db'}"
+    ResultsDB(url).close()
     assert main(["report", "--db", url, "--html", str(page)]) == 0
     assert "The database holds no test yet" in page.read_text()
     assert main(["report", "--db", url, "--html", str(tmp_path)]) == 2
@@ -126,3 +128,12 @@ def test_the_ci_templates_pass_their_linters_and_install_from_one_variable(templ
     assert installs == ['"$PYTEST_CUZK_SPEC"'], "a wheel or a git URL the user sets"
     assert "once it is on PyPI: pytest-cuzk" in text
     assert '-k "$CUZK_KINDS"' in text, "kind selection in the command"
+
+
+def test_the_database_page_counts_in_the_singular_for_one(tmp_path, capsys: pytest.CaptureFixture[str]):
+    page, url = tmp_path / "db.html", f"sqlite:///{tmp_path / 'one.db'}"
+    one = [(RTX, "4090", "31337", "sha256:base0001", 1, [("porep", 1, 1, 41.3, 80.0, 180)])]
+    assert main(["report", "--db", store(url, one), "--html", str(page)]) == 0
+    html = page.read_text()
+    assert "<title>cuzk results: 1 host, 1 build</title>" in html
+    assert "1 test in 1 run of 1 build on 1 host" in html

@@ -232,11 +232,9 @@ def test_a_recorded_machine_with_other_hardware_is_said_so(
     url = _db(tmp_path, (cpu_only, "box", "4263", [(1, 2.0, 20, 0)]))
     got = _json(capsys, url, _write(tmp_path, [BUNDLE_3090]))["5219012"]
     assert got["basis"] == "unknown"
-    assert got["machine_recorded_as"] == "0x no GPU (box)"
+    assert got["machine_recorded_as"] == "no GPU (box)"
     _, out, _ = offers(capsys, url, _write(tmp_path, [BUNDLE_3090]), "--kind", "porep")
-    assert (
-        body(out)[0][7] == "unknown: no 1x RTX 3090 measured; machine 4263 was recorded with 0x no GPU (box)"
-    )
+    assert body(out)[0][7] == "unknown: no 1x RTX 3090 measured; machine 4263 was recorded with no GPU (box)"
 
 
 def _readme_session() -> list[tuple[list[str], list[str]]]:

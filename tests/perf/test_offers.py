@@ -276,6 +276,7 @@ def test_usage_errors_and_no_data(fleet: str, capsys: pytest.CaptureFixture[str]
     code, _, err = offers(capsys, fleet, str(OFFERS), "--min-ram", "lots")
     assert code == 2 and "Invalid size 'lots' from --min-ram" in err
     empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    ResultsDB(empty).close()  # a database with no run yet
     assert offers(capsys, empty, str(OFFERS))[:2] == (0, "no data\n")
 
 

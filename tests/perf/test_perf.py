@@ -249,6 +249,7 @@ def test_recommend_when_nothing_fits_or_no_data(
     assert "porep: nothing measured fits; the smallest peak is 200.0 GiB (batch 1, j 1)" in out
     assert perf(capsys, fleet, "recommend", "--ram", "16GiB", "--kind", "winning")[0] == 0
     empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    ResultsDB(empty).close()  # a database with no run yet
     for argv in (["recommend", "--ram", "256GiB"], ["hosts"], ["plot", "-o", str(tmp_path / "p")]):
         assert perf(capsys, empty, *argv)[:2] == (0, "no data\n")
     assert not (tmp_path / "p").exists()
@@ -275,10 +276,28 @@ def test_database_from_environment_and_entry_point(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYTEST_CUZK_RESULTS_DB", str(tmp_path / "env.db"))
+    ResultsDB(str(tmp_path / "env.db")).close()
     assert main(["hosts"]) == 0
     assert capsys.readouterr().out == "no data\n"
-    assert (tmp_path / "env.db").exists()
     (script,) = entry_points(group="console_scripts", name="cuzk-perf")
     assert script.load() is main
     assert main(["--help"]) == 0
     assert main([]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["hosts"], ["history", "--kind", "porep"], ["compare", "a", "b"], ["export"],
+     ["recommend", "--ram", "1TiB"], ["report", "--html", "page.html"]],
+)  # fmt: skip
+def test_a_reading_command_on_a_database_file_that_is_not_there_fails_and_creates_none(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--db", "typo.db"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"cuzk-perf {argv[0]}: the results database {tmp_path / 'typo.db'} does not exist: check the path"
+        in err
+    )
+    assert list(tmp_path.iterdir()) == [], "no database, lock or page made"

@@ -85,3 +85,58 @@ def test_the_load_scenarios_have_ids_that_select_by_kind(fake_run):
         "test_priority[winning-under-porep]",
         "test_priority[winning-under-snap]",
     ]
+
+
+SUITE_COLLECT = ("--pyargs", "pytest_cuzk.suite", "--cuzk-daemon=auto", *COLLECT)
+
+
+def _scenario_ids(result: pytest.RunResult) -> list[str]:
+    return [line.split("::")[1] for line in result.outlines if "test_scenarios.py::" in line]
+
+
+@pytest.mark.parametrize(
+    ("select", "ids"),
+    [
+        ("priority and winning", ["test_priority[winning-under-porep]", "test_priority[winning-under-snap]"]),
+        ("PRIORITY and winning and porep", ["test_priority[winning-under-porep]"]),
+        ("winning-under-snap", ["test_priority[winning-under-snap]"]),
+        ("sweep and batch2", ["test_sweep[porep-batch2]", "test_sweep[snap-batch2]"]),
+        ("porep", []),  # a word every PoRep case has asks for no scenario
+        ("not priority", []),  # nor does leaving a word out
+        ("winning and not sweep", []),
+    ],
+)
+def test_k_selects_the_packaged_load_scenarios_by_any_word_only_their_ids_have(fake_run, select, ids):
+    result, _ = fake_run({}, *SUITE_COLLECT, "-k", select)
+    assert _scenario_ids(result) == ids, result.stdout.str()
+
+
+def test_a_k_that_selects_no_case_lists_the_kind_names(fake_run):
+    result, _ = fake_run({}, *SUITE_COLLECT, "-k", "prep")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        ["cuzk: -k 'prep' selects no cuzk test: a case's id names its kind (porep, snap, wpost, winning), *"]
+    )
+    result, _ = fake_run({}, *SUITE_COLLECT, "-k", "porep and batch1 and test_prove")
+    assert "selects no cuzk test" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("paths", [(), ("tests",)])
+def test_a_daemon_run_that_collects_no_cuzk_test_is_a_usage_error(pytester, fake_run, paths):
+    """Testpaths (or paths given) replace the packaged suite: unrelated tests must not pass for it."""
+    pytester.makeini("[pytest]\ntestpaths = tests\n")
+    pytester.mkdir("tests").joinpath("test_other.py").write_text("def test_porep_named():\n    pass\n")
+    result, (daemon,) = fake_run({}, *paths, "--cuzk-daemon=auto", "-k", "porep")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    source = "tests" if paths else "the ini's testpaths (tests)"
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --cuzk-daemon=auto: none of the 1 test collected from {source} uses cuzk, so the daemon "
+            "would run nothing: run the packaged suite with --pyargs pytest_cuzk.suite, or from a directory "
+            "whose ini has no testpaths"
+        ]
+    )
+    assert daemon.starts == [], "no daemon started for it"
+    args = ("--pyargs", "pytest_cuzk.suite", "--cuzk-daemon=auto", "-k", "porep-batch1 and prove")
+    result, _ = fake_run({}, *args)
+    result.assert_outcomes(passed=1)

@@ -35,7 +35,7 @@ def test_missing_data_is_downloaded_with_progress_and_a_kind_without_data_fails_
             "wpost data wpost.json (*manifest.toml [[]kinds.wpost[]]): not found * "
             "(or pass --cuzk-allow-missing *)",
             "*cuzk proving summary*",
-            "DID NOT RUN: 1 cuzk test(s)",
+            "DID NOT RUN: 1 cuzk test",
             "  test_prove[[]wpost-batch1-j1[]]: wpost data wpost.json *",
         ]
     )
@@ -48,4 +48,4 @@ def test_missing_data_skips_only_when_asked(fake_run, tmp_path):
     args = ("-k", "wpost", f"--cuzk-manifest={manifest}", "--cuzk-allow-missing", "-rs")
     result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args)
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["DID NOT RUN: 1 cuzk test(s)", "SKIPPED*wpost data wpost.json*"])
+    result.stdout.fnmatch_lines(["DID NOT RUN: 1 cuzk test", "SKIPPED*wpost data wpost.json*"])

@@ -30,7 +30,7 @@ def test_a_case_whose_every_proof_fails_says_why(fake_run):
     result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, behaviour={"porep": fail})
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*1 of 1 porep proofs failed: 1x FAILED: C1 parse failed: failed to parse C1 output wrapper JSON*"]
+        ["*1 of 1 porep proof failed: 1x FAILED: C1 parse failed: failed to parse C1 output wrapper JSON*"]
     )
 
 

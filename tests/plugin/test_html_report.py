@@ -129,3 +129,4 @@ def test_the_report_names_the_baseline_it_compared_with(fake_run, tmp_path):
     html = page.read_text()
     assert "<dt>baseline</dt>" in html
     assert "0001_main.json (build fake daemon, saved " in html
+    assert "at least 2 and at most 2 proofs per case" in html, "--cuzk-proofs is a minimum"

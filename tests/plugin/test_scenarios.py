@@ -45,6 +45,8 @@ def test_each_scenario_fills_extra_info_and_says_its_headline(fake_run, tmp_path
     page = html.read_text()
     assert "test_priority[winning-under-porep-attached]" in page, "the run report lists them"
     assert page.count('class="test scenario') == 3, "a row per scenario with its headline"
+    assert 'class="test case' not in page, "no proving case ran: the scenarios have their own table"
+    assert "No test ran." not in page, "scenarios are tests that ran"
     assert page.count('data-chart="scenario"') == 3, "each scenario's curve is drawn in the run report"
     for label in ("arrival rate (proofs/h)", "proofs in flight", "PoSt proof #"):
         assert f">{label}<" in page, f"the {label!r} axis"
@@ -107,6 +109,6 @@ def test_a_proof_past_the_proof_timeout_ends_the_scenario_and_takes_the_daemon_o
     args = ("-k", "test_server and winning", *BOUNDED, "--cuzk-skip-warmup", "--cuzk-proof-timeout=0.5")
     result, (daemon,) = fake_run(FILES, *args, behaviour=hang)
     result.assert_outcomes(failed=1)
-    said = "*1 of 1 winning proofs failed: 1x winning proof * timed out after *s (CancelProof sent*"
+    said = "*1 of 1 winning proof failed: 1x winning proof * timed out after *s (CancelProof sent*"
     result.stdout.fnmatch_lines([said])
     assert daemon.state.restarts == ["restarted: a winning proof timed out in test_server[winning-batch1]"]

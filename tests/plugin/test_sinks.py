@@ -7,6 +7,8 @@ import json
 import pytest
 from support import PROVE_SOURCE
 
+from pytest_cuzk.backends.fake import FakeBehaviour
+from pytest_cuzk.core import progress
 from pytest_cuzk.measure.figures import Figures
 from pytest_cuzk.results.database import ResultsDB
 
@@ -88,3 +90,38 @@ def test_a_failing_sink_does_not_stop_the_gates_or_the_summary(fake_run):
     result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, plugins=(Broken(),))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*RuntimeError: dashboard down*", "*cuzk proving summary*"])
+
+
+def test_the_terminal_says_counts_and_seconds_as_people_write_them(fake_run):
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, "--cuzk-proofs=1", "--cuzk-max-proofs=1")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "cuzk: batch sizes 1, concurrency 1; per case at least 1 proof and at most 1, until the last 3 *",
+            "test_prove[[]winning-batch1-j1[]]: 1 proof in 1 wave, 0 windows, *",
+            "cold start [[]local batch 1[]] *.* s: start *.?? s, SRS load winning *.?? s, "
+            "warm-up winning *.?? s, PCE none",  # the fake daemon's PCE is not checked
+        ]
+    )
+    assert "{'" not in result.stdout.str(), "no Python dict shown"
+
+
+def test_a_fleet_of_one_build_names_it_once(fake_run, tmp_path):
+    page = tmp_path / "run.html"
+    args = (*WINNING, f"--cuzk-html={page}")
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, labels=("a", "b"), mode="attach")
+    result.assert_outcomes(passed=2)
+    builds = [line for line in result.outlines if line.startswith("daemon [")]
+    assert builds == ["daemon [a], [b]: fake daemon (fake, on this host)"]
+    assert page.read_text().count("· fake daemon") == 1, "the report's heading names the build once"
+
+
+def test_a_progress_line_starts_on_a_line_of_its_own(fake_run, monkeypatch):
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 0.0)  # a CI log's line at every tick of a wait
+    slow = {"winning": FakeBehaviour(delay_s=0.2)}
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, behaviour=slow)
+    result.assert_outcomes(passed=1)
+    assert any(line.startswith("cuzk: ") for line in result.errlines), "progress lines were written"
+    assert "test_prove.py" in [line.rstrip() for line in result.outlines], (
+        "pytest's line of the file's results was ended before them, not left open to glue onto"
+    )

@@ -49,3 +49,18 @@ def test_each_worker_runs_its_scenarios_on_its_own_daemon_and_one_summary_says_t
     summary = out[out.index("cuzk proving summary") :]
     assert len(re.findall(r"^  test_server\[(winning|wpost)-batch1\]: max sustainable ", summary, re.M)) == 2
     assert summary.count("cold start [local batch 1]") == 2, "one daemon per worker"
+
+
+@pytest.mark.e2e  # a subprocess pytest run with xdist workers: the end-to-end tier
+def test_a_daemon_run_that_collects_no_cuzk_test_is_a_usage_error_under_xdist_too(pytester, monkeypatch):
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeini("[pytest]\ntestpaths = tests\n")
+    pytester.mkdir("tests").joinpath("test_other.py").write_text("def test_porep_named():\n    pass\n")
+    args = ("-n", "2", "--cuzk-daemon=ref", "-k", "porep", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*args, timeout=120)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        ["ERROR: --cuzk-daemon=ref: none of the 1 test collected from the ini's testpaths (tests) uses cuzk*"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str(), "no worker crashed"
