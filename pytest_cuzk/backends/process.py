@@ -275,7 +275,8 @@ class DaemonProcess:
                 f"\n(the config {self.config_path} is your --cuzk-config {self.base_config} with the "
                 "plugin's listen, param cache and batching set: fix the key named above in your file)"
             )
-        return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}, last lines:\n{tail}"
+        # the first line says what failed on its own: it is a test's one-line reason in the summary
+        return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}\nits last lines:\n{tail}"
 
     def wait_answering(self, timeout_s: float, tick: Callable[[], None] | None = None) -> float:
         """Poll GetStatus until it answers; fail at once if the process exits first. Returns seconds.
@@ -304,7 +305,7 @@ class DaemonProcess:
             if time.monotonic() >= deadline:
                 raise DaemonExited(
                     f"daemon at {self.address} did not answer within {timeout_s:.0f}s (last error: {last}); "
-                    f"log {self.log_path}, last lines:\n{self.log_tail()}"
+                    f"log {self.log_path}\nits last lines:\n{self.log_tail()}"
                 )
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)

@@ -102,6 +102,28 @@ def test_a_daemon_that_exits_before_ready_fails_with_its_code_and_log(inner, tmp
     result.stdout.fnmatch_lines(["*exited with code 7*", "*fault: exiting with code 7 before ready*"])
 
 
+def _did_not_run(result) -> list[str]:
+    """The reasons listed under DID NOT RUN in the summary, one per test."""
+    lines = result.stdout.str().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("DID NOT RUN"))
+    return [line.split(": ", 1)[1] for line in lines[start + 1 :] if line.startswith("  test_")]
+
+
+@pytest.mark.parametrize(
+    ("faults", "said"),
+    [
+        ({"exit_before_ready": 7}, "exited with code 7"),  # its log's last line: the fault's own
+        ({"bogus_fault": 1}, "exited with code 1"),  # a config the daemon rejects: the plugin's hint last
+    ],
+)
+def test_the_did_not_run_reason_is_the_first_line_of_the_error(inner, tmp_path, faults, said):
+    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, **faults))
+    result.assert_outcomes(errors=1)
+    (reason,) = _did_not_run(result)
+    assert reason.startswith("daemon exited before it answered: daemon (pid "), reason
+    assert said in reason and reason.endswith("daemon.log"), reason
+
+
 def test_a_daemon_that_starts_too_slowly_fails_at_the_start_timeout_with_its_log(inner, tmp_path):
     result = inner(
         {"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, start_delay_s=30), "--cuzk-start-timeout=2"
