@@ -34,7 +34,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from pytest_cuzk.core.progress import Progress
 from pytest_cuzk.wire.redact import redact
 
-__all__ = ["NET_CHUNK", "Deadline", "Failed", "Retry", "Transfer", "forget_part", "session"]
+__all__ = ["NET_CHUNK", "Deadline", "Failed", "Retry", "SizeMismatch", "Transfer", "forget_part", "session"]
 
 NET_CHUNK = 64 << 10  # a cut transfer loses at most one chunk of what arrived
 CONNECT_S = 30.0
@@ -46,6 +46,10 @@ class Retry(Exception):
 
 class Failed(Exception):
     """The download cannot succeed now (an HTTP error, an unreachable host, a deadline, a size)."""
+
+
+class SizeMismatch(Failed):
+    """The server announces a length other than the manifest's ``size``: the fix is in the manifest."""
 
 
 _WATCHED: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("cuzk_download", default=None)
@@ -190,9 +194,12 @@ class Transfer:
                 raise Failed(f"{shown} answered HTTP {resp.status_code} {resp.reason}")
             if resp.status_code == 200:
                 offset = 0  # a changed file, or no Range support: the whole file, from the start
-            if too_long := _length_problem(shown, total, limit, size):
+            if total is not None and size is not None and total != size:
                 forget_part(part)
-                raise Failed(too_long)
+                raise SizeMismatch(f"{shown} announces {total} bytes, but the manifest's size says {size}")
+            if total is not None and total > limit:
+                forget_part(part)
+                raise Failed(f"{shown} announces {total} bytes, more than the {limit} this file may have")
             _save_validator(part, url, resp)
             done = self._stream(resp, shown, name, part, offset, total, deadline, limit)
         if total is not None and done < total:
@@ -246,15 +253,6 @@ class Transfer:
             f"{shown} was still sending after {deadline.seconds:g} s ({done} bytes so far, all attempts "
             "together); raise --cuzk-download-timeout, or fetch the file yourself"
         )
-
-
-def _length_problem(shown: str, total: int | None, limit: int, size: int | None) -> str | None:
-    """Why, before a byte of the body, the announced length cannot be the file's; None: it may be."""
-    if total is not None and size is not None and total != size:
-        return f"{shown} announces {total} bytes, but the manifest's size says {size}"
-    if total is not None and total > limit:
-        return f"{shown} announces {total} bytes, more than the {limit} this file may have"
-    return None
 
 
 def _validator(resp: requests.Response) -> str | None:

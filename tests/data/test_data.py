@@ -237,8 +237,8 @@ def test_size_mismatch_after_download_is_not_placed_and_the_hint_names_the_size_
     ) as info:
         store.ensure(manifest.entries["porep"][0], manifest)
     assert not (tmp_path / "cache" / "c1.json").exists()
-    assert info.value.hint.endswith("update kinds.porep.size"), "no pin file exists to update"
-    assert "pin file" not in str(info.value)
+    assert info.value.hint.endswith(f"update kinds.porep.size in {manifest.path}"), "no pin file exists"
+    assert "pin" not in str(info.value)
 
 
 def test_first_download_pins_sha256_and_later_runs_are_held_to_it(tmp_path, server, store):
@@ -251,6 +251,8 @@ def test_first_download_pins_sha256_and_later_runs_are_held_to_it(tmp_path, serv
     with pytest.raises(DataUnavailable) as info:
         store.ensure(manifest.entries["porep"][0], manifest)
     assert f"but pin file {pin} says {PAYLOAD_SHA}" in info.value.reason
+    assert info.value.hint.endswith(f"remove {pin} (the sha256 its first download pinned)")
+    assert pin.is_file(), "the hint names a file that is there to remove"
     server.add("/c1.json", PAYLOAD)
     assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     assert server.count() == 3
@@ -574,6 +576,20 @@ def test_a_length_that_contradicts_the_manifest_size_stops_before_the_body(tmp_p
         store.ensure(manifest.entries["porep"][0], manifest)
     assert time.monotonic() - started < 2
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["c1.json.lock"]
+
+
+def test_a_length_that_contradicts_the_manifest_size_names_the_size_key_to_fix(tmp_path, server, store):
+    """Fetching the same file by hand would not help: the hint names the manifest key, no pin file."""
+    manifest = porep_manifest(
+        tmp_path, server.add("/c1.json", PAYLOAD), sha256=None, extra=f"size = {len(PAYLOAD) + 5}\n"
+    )
+    with pytest.raises(DataUnavailable, match=f"announces {len(PAYLOAD)} bytes") as info:
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert info.value.hint == (
+        f"the file was not used; if {server.url('/c1.json')} changed on purpose, "
+        f"update kinds.porep.size in {manifest.path}"
+    )
+    assert "pin" not in str(info.value)
 
 
 @pytest.mark.parametrize("announced", [True, False])
