@@ -15,6 +15,7 @@ from typing import Any
 from filelock import FileLock
 
 from pytest_cuzk.config.slo import Slo
+from pytest_cuzk.core.errors import DataDirUnwritable
 
 from .. import __version__
 from ..proto import pb
@@ -59,15 +60,21 @@ class RefProfile:
         self.prover = prover
 
     def manifest(self) -> Path:
-        """Generated data, made once per cache dir (locked across xdist workers)."""
+        """Generated data, made once per cache dir (locked across xdist workers).
+
+        A data dir that cannot be written (read-only, full) is a ``DataDirUnwritable`` naming the file.
+        """
         from ..refengine import gendata
 
         out = self.data_dir / f"ref-data-{self._preset}"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(out) + ".lock"):
-            manifest = out / "manifest.toml"
-            if not manifest.exists():
-                gendata.generate(out, preset=self._preset, seed=0)
+        manifest = out / "manifest.toml"
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(out) + ".lock"):
+                if not manifest.exists():
+                    gendata.generate(out, preset=self._preset, seed=0)
+        except OSError as exc:
+            raise DataDirUnwritable(exc.filename or out, exc) from None
         return manifest
 
     def verifier(self, kind: ProofKindInfo) -> Verifier | None:

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 
 import requests
 import urllib3
@@ -31,6 +31,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from pytest_cuzk.core.errors import DataDirUnwritable
 from pytest_cuzk.core.progress import Progress
 from pytest_cuzk.wire.redact import redact
 
@@ -222,7 +223,7 @@ class Transfer:
             try:
                 # read1: whatever one socket read brings, so a trickle still meets the deadline check
                 while chunk := resp.raw.read1(NET_CHUNK):
-                    fh.write(chunk)
+                    _write(fh, chunk, part)
                     done += len(chunk)
                     self.progress(name, done, total)
                     if done > limit:
@@ -253,6 +254,16 @@ class Transfer:
             f"{shown} was still sending after {deadline.seconds:g} s ({done} bytes so far, all attempts "
             "together); raise --cuzk-download-timeout, or fetch the file yourself"
         )
+
+
+def _write(fh: BinaryIO, chunk: bytes, part: Path) -> None:
+    """Write a chunk; a full or read-only disk is no broken transfer: it fails, and no ``.part`` is kept."""
+    try:
+        fh.write(chunk)
+        fh.flush()
+    except OSError as exc:
+        forget_part(part)
+        raise DataDirUnwritable(part, exc) from None
 
 
 def _validator(resp: requests.Response) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from pytest_cuzk.core.errors import DataUnavailable
+from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable
 from pytest_cuzk.core.progress import Progress, StatusLine
 from pytest_cuzk.data.download import Deadline, Failed, Retry, SizeMismatch, Transfer, forget_part, session
 from pytest_cuzk.data.manifest import DataEntry, Manifest
@@ -83,7 +83,16 @@ class DataStore:
         return out
 
     def ensure(self, entry: DataEntry, manifest: Manifest) -> Path:
-        """Return a verified path to the entry's file, downloading it if needed; raise DataUnavailable."""
+        """Return a verified path to the entry's file, downloading it if needed; raise DataUnavailable.
+
+        A cache that cannot be written (read-only, full) is a ``DataDirUnwritable`` naming the file.
+        """
+        try:
+            return self._ensure(entry, manifest)
+        except OSError as exc:
+            raise DataDirUnwritable(exc.filename or self.cache_dir / entry.file, exc) from None
+
+    def _ensure(self, entry: DataEntry, manifest: Manifest) -> Path:
         local = manifest.dir / entry.file
         if local.is_file():
             problem = self._problem(local, entry, (entry.sha256, f"{entry.entry_key}.sha256"))

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from engine_support import tmpfs
 from httpserver import FileServer
 
-from pytest_cuzk.core.errors import DataUnavailable, ManifestError
+from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable, ManifestError
 from pytest_cuzk.data import store as datastore
 from pytest_cuzk.data.manifest import Manifest, load_manifest
 from pytest_cuzk.data.store import DataStore
@@ -678,3 +679,26 @@ def test_a_malformed_input_file_is_named_before_any_daemon_sees_it(tmp_path):
         build_request(KINDS["porep"], path, {})
     path.write_bytes(PAYLOAD)
     assert build_request(KINDS["porep"], path, {}).vanilla_proof == PAYLOAD
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_cache_that_cannot_be_written_names_the_file_fails_at_once_and_leaves_nothing(
+    tmp_path, server, read_only
+):
+    """A full or read-only --cuzk-data-dir is no broken transfer: one try, the file named, no .part kept."""
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    with tmpfs(tmp_path / "cache", size="64k", read_only=read_only) as cache:
+        store = DataStore(cache, progress=lambda *a: None)
+        with pytest.raises(DataDirUnwritable) as info:
+            store.ensure(manifest.entries["porep"][0], manifest)
+        left = sorted(p.name for p in cache.iterdir())
+    if read_only:
+        assert str(info.value).startswith(f"cannot write {cache / 'c1.json.lock'}: Read-only file system; ")
+        assert left == []
+    else:
+        assert str(info.value) == (
+            f"cannot write {cache / 'c1.json.part'}: No space left on device; "
+            "free space on that disk, or pass --cuzk-data-dir DIR on one with room"
+        )
+        assert server.count("/c1.json") == 1, "a full disk is not retried"
+        assert left == ["c1.json.lock"], "no partial download is left"
