@@ -33,6 +33,11 @@ def start_session(config: pytest.Config) -> None:
 
         with as_usage_error():
             spawn_binary(settings)
+    if settings.daemon == "ref" and not settings.attach:
+        from pytest_cuzk.backends.reference import ref_preset
+
+        with as_usage_error():  # the preset is in two places and they disagree
+            ref_preset(settings)
     no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
     if config.option.cuzk_daemon is not None and no_paths:
         # A cuzk mode, and no test paths on the command line nor testpaths in the ini: the packaged suite.

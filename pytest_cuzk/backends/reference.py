@@ -14,8 +14,10 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_cuzk.config.options import REF_PRESETS
+from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.slo import Slo
-from pytest_cuzk.core.errors import DataDirUnwritable
+from pytest_cuzk.core.errors import CuzkError, DataDirUnwritable
 
 from .. import __version__
 from ..proto import pb
@@ -24,8 +26,9 @@ from .process import daemon_config
 from .profiles import CUZK_KNOWN_ISSUES, known_issue
 from .protocol import EngineProfile, Mode, PceRule, Verifier
 from .spawned import SpawnedDaemon
+from .workspace import Workspace
 
-__all__ = ["RefProfile", "ReferenceEngine"]
+__all__ = ["RefProfile", "ReferenceEngine", "ref_preset"]
 
 BATCH_WAIT_MS = 2000  # a partial batch waits this long (cuzk's default is 10 s)
 # Its latency bounds, relative to what it measures idle on this host: alone, 5 times the kind's idle p50;
@@ -109,6 +112,25 @@ class RefProfile:
         return REF_SLO if under is None else REF_SLO_UNDER_LOAD
 
 
+def ref_preset(settings: Settings) -> str:
+    """The circuit size: --cuzk-preset, else the base config's ``[ref] preset``, else the option's default.
+
+    Both given and different is a mistake the run must not guess about: a CuzkError naming both.
+    """
+    configured = daemon_config(settings.config, {}).get("ref", {}).get("preset")
+    where = f'[ref] preset = "{configured}" in --cuzk-config {settings.config}'
+    if configured is not None and configured not in REF_PRESETS:
+        raise CuzkError(f"{where}: unknown preset; use one of {', '.join(REF_PRESETS)}")
+    if configured is None or settings.preset_from is None:
+        return str(configured or settings.preset)
+    if settings.preset != configured:
+        raise CuzkError(
+            f"--cuzk-preset={settings.preset} (from {settings.preset_from}) disagrees with {where}: "
+            "give the preset in one place, or the same in both"
+        )
+    return settings.preset
+
+
 class ReferenceEngine(SpawnedDaemon):
     """``cuzk-ref`` spawned by the plugin, with its param cache in the data dir (per preset)."""
 
@@ -118,15 +140,19 @@ class ReferenceEngine(SpawnedDaemon):
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
 
+    def __init__(self, label: str, settings: Settings, workspace: Workspace) -> None:
+        super().__init__(label, settings, workspace)
+        self.preset = ref_preset(settings)
+
     def overrides(self, batch_size: int) -> dict[str, dict[str, Any]]:
         out = super().overrides(batch_size)
         out["scheduler"]["max_batch_wait_ms"] = BATCH_WAIT_MS
-        out["ref"] = {"preset": self.settings.preset}
+        out["ref"] = {"preset": self.preset}
         return out
 
     def given_param_cache(self) -> Path | None:
         """--cuzk-param-cache, else a per-preset directory in the data dir (always written to its config)."""
-        return self.settings.param_cache or self.settings.data_dir / f"ref-params-{self.settings.preset}"
+        return self.settings.param_cache or self.settings.data_dir / f"ref-params-{self.preset}"
 
     def behave(self) -> str:
         """The personality the base config asks for (``[ref] behave``; cuzk-ref's default is cuzk)."""
@@ -143,7 +169,7 @@ class ReferenceEngine(SpawnedDaemon):
 
     def profile(self) -> EngineProfile:
         settings = self.settings
-        return RefProfile(settings.preset, self.param_cache(), settings.data_dir, behave=self.behave())
+        return RefProfile(self.preset, self.param_cache(), settings.data_dir, behave=self.behave())
 
     def identity(self) -> str:
         return self.profile().identity()

@@ -238,3 +238,22 @@ def test_a_data_dir_that_cannot_be_written_is_one_clear_error_and_leaves_nothing
     reason = f"  test_prove[[]winning-*]: cannot write {data}*"
     result.stdout.fnmatch_lines(["DID NOT RUN: 1 cuzk test(s)", reason])
     assert left == ([] if read_only else ["ref-data-default", "ref-data-default.lock"]), left
+
+
+REPORTS_PRESET = """
+import os
+def test_preset(cuzk_daemon, cuzk_client):
+    info = next(line for line in cuzk_client.metrics().splitlines() if line.startswith("cuzk_ref_info"))
+    with open(os.environ["PRESET_FILE"], "w") as f:
+        f.write(info)
+"""
+
+
+def test_the_configs_preset_is_used_when_no_preset_option_is_given(inner, tmp_path, monkeypatch):
+    config = tmp_path / "base.toml"
+    config.write_text('[ref]\npreset = "medium"\n')
+    monkeypatch.setenv("PRESET_FILE", str(tmp_path / "preset"))
+    result = inner({"test_preset": REPORTS_PRESET}, f"--cuzk-config={config}")
+    result.assert_outcomes(passed=1)
+    assert 'preset="medium"' in (tmp_path / "preset").read_text(), "the daemon runs the config's preset"
+    result.stdout.fnmatch_lines(["*cuzk-ref * preset=medium*"])
