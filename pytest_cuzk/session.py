@@ -65,6 +65,7 @@ class CuzkSession:
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
         self._status: StatusLine | None = None
+        self._sigterm: Any = None  # the SIGTERM handler this session replaced, while its own is in place
 
     @property
     def settings(self) -> Settings:
@@ -359,6 +360,27 @@ class CuzkSession:
             "remote_daemons": [b.address for b in backends if not b.local],
         }
 
+    def trap_sigterm(self) -> None:
+        """Make SIGTERM end the run as Ctrl-C does: daemons stopped, private folders removed, exit 2.
+
+        Python's default for SIGTERM ends the process on the spot, leaving the daemon to
+        PR_SET_PDEATHSIG and its config, log and socket folders behind. A second SIGTERM ends
+        pytest at once, as the default would. A handler someone else installed is left alone.
+        """
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def interrupt(signum: int, frame: object) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            raise KeyboardInterrupt("SIGTERM")
+
+        self._sigterm = signal.signal(signal.SIGTERM, interrupt)
+
     def pytest_keyboard_interrupt(self) -> None:
         """An interrupted run's database runs are left unfinished, as the database expects."""
         self.interrupted = True
@@ -372,4 +394,8 @@ class CuzkSession:
                 except Exception as exc:  # keep stopping the others
                     self.notes.append(f"could not stop daemon {backend.label}: {exc}")
         self.workspace.cleanup()
+        if self._sigterm is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, self._sigterm)
 

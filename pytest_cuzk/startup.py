@@ -92,4 +92,5 @@ def session_of(config: pytest.Config) -> CuzkSession:
 def _register(config: pytest.Config, session: CuzkSession) -> CuzkSession:
     config.stash[CUZK_SESSION] = session
     config.pluginmanager.register(session, "cuzk_session")
+    session.trap_sigterm()
     return session

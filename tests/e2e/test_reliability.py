@@ -173,6 +173,54 @@ def test_no_daemon_outlives_pytest(pytester, shared_cache, tmp_path, ending):
     assert process_gone(pid), f"daemon {pid} outlived pytest ({ending}):\n{out[-2000:]}"
 
 
+SLEEPS_IN_A_TEST = """
+import os, time
+def test_1(cuzk_daemon):
+    {first}
+
+def test_2_waits(cuzk_daemon):
+    with open(os.environ["DAEMON_FILE"], "w") as f:
+        f.write(str(cuzk_daemon.pid))
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("first", ["passes", "fails"])
+def test_sigterm_to_pytest_ends_the_run_as_ctrl_c_does(pytester, shared_cache, tmp_path, first):
+    """The daemon is stopped, the private folders are removed (a failure's evidence kept), exit 2."""
+    record, private = tmp_path / "pid", tmp_path / "tmp"
+    private.mkdir()
+    body = "pass" if first == "passes" else "assert False, 'planted failure'"
+    pytester.makepyfile(test_term=SLEEPS_IN_A_TEST.format(first=body))
+    args = [sys.executable, "-m", "pytest", ".", "--cuzk-daemon=ref", f"--cuzk-data-dir={shared_cache}",
+            "-p", "no:cacheprovider"]  # fmt: skip
+    env = {**os.environ, "DAEMON_FILE": str(record), "TMPDIR": str(private)}
+    proc = subprocess.Popen(
+        args, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 60
+    while not record.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0].decode()
+    pid = int(record.read_text())
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out[-2000:]
+    assert "KeyboardInterrupt" in out
+    for _ in range(50):
+        if process_gone(pid):
+            break
+        time.sleep(0.1)
+    assert process_gone(pid), f"daemon {pid} outlived pytest:\n{out[-2000:]}"
+    left = [p.name for p in private.iterdir()]
+    if first == "passes":
+        assert left == [], f"private folders left behind: {left}"
+    else:
+        (kept,) = left
+        assert f"daemon configs and logs kept in {private / kept} (a test failed)" in out
+        assert list((private / kept).glob("*/daemon.log")), "the failure's evidence is kept"
+
+
 def test_a_daemon_killed_while_getting_ready_is_reported_as_a_death(inner, tmp_path):
     # Proof 1 is the warm-up: the seeds' hosts were OOM-killed there, during the PCE extraction.
     result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, die_at_proof=1))
