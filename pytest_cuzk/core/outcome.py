@@ -16,7 +16,7 @@ import pytest
 
 from pytest_cuzk.core.errors import CuzkError, DataUnavailable
 
-__all__ = ["as_outcome", "as_usage_error", "reason_line", "report_message"]
+__all__ = ["as_outcome", "as_usage_error", "first_line", "reason_line", "report_message"]
 
 
 @contextmanager
@@ -63,5 +63,9 @@ def report_message(report: pytest.TestReport) -> str:
 
 def reason_line(report: pytest.TestReport) -> str:
     """Why a test did not run, in one line: the first line of its message, the sentence naming what failed."""
-    lines = (line.strip() for line in report_message(report).splitlines())
-    return next((line for line in lines if line), "setup failed")
+    return first_line(report_message(report), "setup failed")
+
+
+def first_line(text: str, default: str) -> str:
+    """A message's first non-blank line (a log tail or a hint may follow it), else ``default``."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), default)

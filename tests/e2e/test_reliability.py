@@ -71,6 +71,8 @@ def test_daemon_death_fails_the_test_within_two_seconds_with_signal_and_log(inne
         ]
     )
     assert "OOM killer" not in result.stdout.str()
+    # the case is in the summary table, marked failed, with the nothing it measured before
+    result.stdout.fnmatch_lines(["test_prove[[]winning-batch1-j1[]] FAILED  winning  *1  *1  *0  *0  *"])
     assert _call_duration(result, "test_prove[winning-batch1-j1]") < 2.0
 
 
