@@ -93,3 +93,29 @@ def test_a_case_that_failed_part_way_is_in_the_summary_table_marked_failed_with_
         ]
     )
     assert "no suite case ran" not in result.stdout.str()
+
+
+RAISES_IN_SETUP = """
+import pytest
+from filelock import FileLock
+
+@pytest.fixture
+def locked(cuzk_daemon, tmp_path):
+    with FileLock(str(tmp_path / "x.lock"), timeout=0):  # held: a second holder times out at once
+        FileLock(str(tmp_path / "x.lock"), timeout=0).acquire()
+
+def test_uses_a_lock(locked):
+    pass
+"""
+
+
+def test_a_raw_error_in_setup_is_listed_by_its_own_first_line_not_a_traceback_line(fake_run):
+    """The traceback's last line is filelock's source line; the reason is the exception's own message."""
+    result, _ = fake_run({"test_lock": RAISES_IN_SETUP})
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "DID NOT RUN: 1 cuzk test(s)",
+            "  test_uses_a_lock: filelock._error.Timeout: The file lock '*x.lock' could not be acquired.",
+        ]
+    )
