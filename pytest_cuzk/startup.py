@@ -33,11 +33,15 @@ def start_session(config: pytest.Config) -> None:
 
         with as_usage_error():
             spawn_binary(settings)
-    if settings.daemon == "ref" and not settings.attach:
+    if "ref" in (settings.daemon, settings.ab):
+        from pytest_cuzk.backends.choice import baseline_settings
         from pytest_cuzk.backends.reference import ref_preset
 
-        with as_usage_error():  # the preset is in two places and they disagree
-            ref_preset(settings)
+        refs = [settings] if settings.daemon == "ref" else []
+        refs += [baseline_settings(settings)] if settings.ab == "ref" else []
+        with as_usage_error():  # a preset in two places that disagree, or an unknown one
+            for ref in refs:
+                ref_preset(ref)
     no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
     if config.option.cuzk_daemon is not None and no_paths:
         # A cuzk mode, and no test paths on the command line nor testpaths in the ini: the packaged suite.

@@ -139,7 +139,7 @@ def test_a_binary_that_cannot_start_says_so_and_never_prints_the_environment(pyt
         (
             ["--cuzk-preset=large"],
             '--cuzk-preset=large (from option --cuzk-preset) disagrees with [[]ref[]] preset = "medium" '
-            "in --cuzk-config *base.toml: give the preset in one place, or the same in both",
+            "in *base.toml: give the preset in one place, or the same in both",
         ),
         ([], ""),  # the config's own preset, no option: nothing to disagree with
         (["--cuzk-preset=medium"], ""),  # the same in both
@@ -164,5 +164,5 @@ def test_an_unknown_preset_in_the_config_is_a_usage_error_naming_the_file(pytest
     result = _usage(pytester, "--cuzk-daemon=ref", f"--cuzk-config={config}", "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ['ERROR: [[]ref[]] preset = "mediun" in --cuzk-config *base.toml: unknown preset; use one of *']
+        ['ERROR: [[]ref[]] preset = "mediun" in *base.toml: unknown preset; use one of *']
     )
