@@ -23,6 +23,7 @@ from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
 from pytest_cuzk.core import transport
 from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.host.sigterm import SigtermAsInterrupt
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.readiness import Readiness
@@ -65,7 +66,7 @@ class CuzkSession:
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
         self._status: StatusLine | None = None
-        self._sigterm: Any = None  # the SIGTERM handler this session replaced, while its own is in place
+        self.sigterm = SigtermAsInterrupt()  # installed when the session is registered
 
     @property
     def settings(self) -> Settings:
@@ -360,27 +361,6 @@ class CuzkSession:
             "remote_daemons": [b.address for b in backends if not b.local],
         }
 
-    def trap_sigterm(self) -> None:
-        """Make SIGTERM end the run as Ctrl-C does: daemons stopped, private folders removed, exit 2.
-
-        Python's default for SIGTERM ends the process on the spot, leaving the daemon to
-        PR_SET_PDEATHSIG and its config, log and socket folders behind. A second SIGTERM ends
-        pytest at once, as the default would. A handler someone else installed is left alone.
-        """
-        import signal
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            return
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            return
-
-        def interrupt(signum: int, frame: object) -> None:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            raise KeyboardInterrupt("SIGTERM")
-
-        self._sigterm = signal.signal(signal.SIGTERM, interrupt)
-
     def pytest_keyboard_interrupt(self) -> None:
         """An interrupted run's database runs are left unfinished, as the database expects."""
         self.interrupted = True
@@ -394,8 +374,5 @@ class CuzkSession:
                 except Exception as exc:  # keep stopping the others
                     self.notes.append(f"could not stop daemon {backend.label}: {exc}")
         self.workspace.cleanup()
-        if self._sigterm is not None:
-            import signal
-
-            signal.signal(signal.SIGTERM, self._sigterm)
+        self.sigterm.restore()
 
