@@ -375,4 +375,3 @@ class CuzkSession:
                     self.notes.append(f"could not stop daemon {backend.label}: {exc}")
         self.workspace.cleanup()
         self.sigterm.restore()
-

@@ -165,9 +165,7 @@ def process_state(pid: int | None) -> str:
         return "process gone"
 
 
-def describe_exit(
-    returncode: int, oom_grown: Sequence[str] = (), rss_peak: int | None = None
-) -> str:
+def describe_exit(returncode: int, oom_grown: Sequence[str] = (), rss_peak: int | None = None) -> str:
     """``exited with code 1``, ``killed by SIGKILL``, or ``killed by SIGKILL (likely killed by the OOM ...)``.
 
     The OOM killer is named only when ``oom_grown`` (``OomCounter.grown``) says a counter grew.
