@@ -23,6 +23,7 @@ from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
 from pytest_cuzk.core import transport
 from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.host.sigterm import SigtermAsInterrupt
 from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class CuzkSession:
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
         self._status: StatusLine | None = None
+        self.sigterm = SigtermAsInterrupt()  # installed when the session is registered
 
     @property
     def settings(self) -> Settings:
@@ -257,6 +259,7 @@ class CuzkSession:
         """Attach the daemon log of a failing test, and carry each case's figures to the controller."""
         report = yield
         from pytest_cuzk.backends.protocol import LOG_MARK_KEY, log_section
+        from pytest_cuzk.core.outcome import reason_line
         from pytest_cuzk.run.cases import item_case
 
         case = item_case(item)
@@ -268,7 +271,7 @@ class CuzkSession:
             return report
         backend, log, offset = seen
         if report.failed or report.skipped:
-            transport.send(report, transport.NOT_RUN, _first_line(report))
+            transport.send(report, transport.NOT_RUN, reason_line(report))
         shown = log or backend.log  # the daemon the test ran on, even when killed and replaced since
         if report.failed and shown is not None:
             since = offset if shown is log else 0
@@ -376,11 +379,4 @@ class CuzkSession:
                 except Exception as exc:  # keep stopping the others
                     self.notes.append(f"could not stop daemon {backend.label}: {exc}")
         self.workspace.cleanup()
-
-
-def _first_line(report: pytest.TestReport) -> str:
-    """The reason a setup failed or skipped, in one line (a skip's message, or the error's last line)."""
-    if report.skipped and isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2]).removeprefix("Skipped: ")
-    lines = [line for line in report.longreprtext.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "setup failed"
+        self.sigterm.restore()

@@ -33,6 +33,15 @@ def start_session(config: pytest.Config) -> None:
 
         with as_usage_error():
             spawn_binary(settings)
+    if "ref" in (settings.daemon, settings.ab):
+        from pytest_cuzk.backends.choice import baseline_settings
+        from pytest_cuzk.backends.reference import ref_preset
+
+        refs = [settings] if settings.daemon == "ref" else []
+        refs += [baseline_settings(settings)] if settings.ab == "ref" else []
+        with as_usage_error():  # a preset in two places that disagree, or an unknown one
+            for ref in refs:
+                ref_preset(ref)
     no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
     if config.option.cuzk_daemon is not None:
         from pytest_cuzk.run.selection import CollectionCheck
@@ -90,4 +99,5 @@ def session_of(config: pytest.Config) -> CuzkSession:
 def _register(config: pytest.Config, session: CuzkSession) -> CuzkSession:
     config.stash[CUZK_SESSION] = session
     config.pluginmanager.register(session, "cuzk_session")
+    session.sigterm.install()  # SIGTERM then ends the run as Ctrl-C does
     return session

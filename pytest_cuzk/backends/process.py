@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,10 +39,10 @@ else:  # pragma: no cover
 __all__ = [
     "EXIT_TIMEOUT",
     "DaemonProcess",
+    "OomCounter",
     "daemon_config",
     "describe_exit",
     "listen_address",
-    "oom_kill_count",
     "process_state",
     "stuck_state",
 ]
@@ -101,15 +101,39 @@ def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def oom_kill_count() -> int | None:
-    """The kernel's OOM-kill count, from the cgroup or /proc/vmstat, when readable."""
-    for path, key in (("/sys/fs/cgroup/memory.events", "oom_kill"), ("/proc/vmstat", "oom_kill")):
-        with contextlib.suppress(OSError, ValueError):
-            for line in Path(path).read_text().splitlines():
-                name, _, value = line.partition(" ")
-                if name == key:
-                    return int(value)
-    return None
+@dataclass(frozen=True)
+class OomCounter:
+    """The kernel's OOM-kill counters (``oom_kill`` in the cgroup's files and /proc/vmstat).
+
+    Read before a start and after a death: only a counter that grew in between says the
+    OOM killer was at work; any other SIGKILL (a user, a supervisor, a fault) is just that.
+    """
+
+    sources: tuple[Path, ...] = (
+        Path("/sys/fs/cgroup/memory.events"),  # cgroup v2 (a container's own cgroup is its root)
+        Path("/sys/fs/cgroup/memory/memory.oom_control"),  # cgroup v1
+        Path("/proc/vmstat"),
+    )
+
+    def read(self) -> dict[Path, int]:
+        """Each readable counter's value."""
+        counts: dict[Path, int] = {}
+        for path in self.sources:
+            with contextlib.suppress(OSError, ValueError):
+                for line in path.read_text().splitlines():
+                    name, _, value = line.partition(" ")
+                    if name == "oom_kill":
+                        counts[path] = int(value)
+        return counts
+
+    def grown(self, before: dict[Path, int]) -> list[str]:
+        """The counters that grew since ``before``, in words; empty when none did (or none is readable)."""
+        now = self.read()
+        return [
+            f"oom_kill count {now[path]}, up from {before[path]} ({path})"
+            for path in now
+            if path in before and now[path] > before[path]
+        ]
 
 
 def stuck_state(pid: int | None) -> str | None:
@@ -141,8 +165,11 @@ def process_state(pid: int | None) -> str:
         return "process gone"
 
 
-def describe_exit(returncode: int, oom_before: int | None = None, rss_peak: int | None = None) -> str:
-    """``exited with code 1`` or ``killed by SIGKILL (likely killed by the OOM killer ...)``."""
+def describe_exit(returncode: int, oom_grown: Sequence[str] = (), rss_peak: int | None = None) -> str:
+    """``exited with code 1``, ``killed by SIGKILL``, or ``killed by SIGKILL (likely killed by the OOM ...)``.
+
+    The OOM killer is named only when ``oom_grown`` (``OomCounter.grown``) says a counter grew.
+    """
     if returncode >= 0:
         return f"exited with code {returncode}"
     sig = -returncode
@@ -151,23 +178,13 @@ def describe_exit(returncode: int, oom_before: int | None = None, rss_peak: int 
     except ValueError:
         name = f"signal {sig}"
     text = f"killed by {name}"
-    if sig == signal.SIGKILL:
-        facts = []
-        if rss_peak:
-            facts.append(f"RSS peak {format_bytes(rss_peak)}")
+    if sig == signal.SIGKILL and oom_grown:
+        facts = [f"RSS peak {format_bytes(rss_peak)}"] if rss_peak else []
         with contextlib.suppress(ImportError):
             import psutil
 
             facts.append(f"available memory {format_bytes(psutil.virtual_memory().available)}")
-        now = oom_kill_count()
-        if now is not None:
-            if oom_before is None:
-                facts.append(f"oom_kill count {now}")
-            elif now > oom_before:
-                facts.append(f"oom_kill count {now}, up from {oom_before}")
-            else:
-                facts.append(f"oom_kill count {now}, unchanged: perhaps another SIGKILL")
-        text += " (likely killed by the OOM killer" + (f": {', '.join(facts)}" if facts else "") + ")"
+        text += f" (likely killed by the OOM killer: {', '.join([*facts, *oom_grown])})"
     return text
 
 
@@ -184,7 +201,8 @@ class DaemonProcess:
     started_at: float = 0.0
     started_wall: float = 0.0
     answered: bool = False
-    _oom_before: int | None = None
+    oom: OomCounter = field(default_factory=OomCounter)
+    _oom_before: dict[Path, int] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
@@ -210,7 +228,7 @@ class DaemonProcess:
             tomli_w.dump(self.config, f)
         log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
-        self._oom_before = oom_kill_count()
+        self._oom_before = self.oom.read()
         try:
             self.proc = subprocess.Popen(
                 [*self.argv_head, "-c", str(self.config_path)],
@@ -268,14 +286,16 @@ class DaemonProcess:
         if self.proc is None:
             return f"daemon {self.argv_head[0]} was never started"
         code = self.proc.poll()
-        how = "is still running" if code is None else describe_exit(code, self._oom_before, rss_peak)
+        grown = self.oom.grown(self._oom_before)
+        how = "is still running" if code is None else describe_exit(code, grown, rss_peak)
         tail = self.log_tail()
         if self.base_config is not None and str(self.config_path) in tail:
             tail += (
                 f"\n(the config {self.config_path} is your --cuzk-config {self.base_config} with the "
                 "plugin's listen, param cache and batching set: fix the key named above in your file)"
             )
-        return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}, last lines:\n{tail}"
+        # the first line says what failed on its own: it is a test's one-line reason in the summary
+        return f"daemon (pid {self.proc.pid}) {how}; log {self.log_path}\nits last lines:\n{tail}"
 
     def wait_answering(self, timeout_s: float, tick: Callable[[], None] | None = None) -> float:
         """Poll GetStatus until it answers; fail at once if the process exits first. Returns seconds.
@@ -304,7 +324,7 @@ class DaemonProcess:
             if time.monotonic() >= deadline:
                 raise DaemonExited(
                     f"daemon at {self.address} did not answer within {timeout_s:.0f}s (last error: {last}); "
-                    f"log {self.log_path}, last lines:\n{self.log_tail()}"
+                    f"log {self.log_path}\nits last lines:\n{self.log_tail()}"
                 )
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)

@@ -14,7 +14,10 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_cuzk.config.options import REF_PRESETS
+from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.slo import Slo
+from pytest_cuzk.core.errors import CuzkError, DataDirUnwritable
 from pytest_cuzk.core.progress import StatusLine
 
 from .. import __version__
@@ -24,8 +27,9 @@ from .process import daemon_config
 from .profiles import CUZK_KNOWN_ISSUES, known_issue, ref_labels
 from .protocol import ColdStart, EngineProfile, Mode, PceRule, Verifier
 from .spawned import SpawnedDaemon
+from .workspace import Workspace
 
-__all__ = ["RefProfile", "ReferenceEngine"]
+__all__ = ["RefProfile", "ReferenceEngine", "ref_preset"]
 
 BATCH_WAIT_MS = 2000  # a partial batch waits this long (cuzk's default is 10 s)
 # Its latency bounds, relative to what it measures idle on this host: alone, 5 times the kind's idle p50;
@@ -60,15 +64,21 @@ class RefProfile:
         self.prover = prover
 
     def manifest(self) -> Path:
-        """Generated data, made once per cache dir (locked across xdist workers)."""
+        """Generated data, made once per cache dir (locked across xdist workers).
+
+        A data dir that cannot be written (read-only, full) is a ``DataDirUnwritable`` naming the file.
+        """
         from ..refengine import gendata
 
         out = self.data_dir / f"ref-data-{self._preset}"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(out) + ".lock"):
-            manifest = out / "manifest.toml"
-            if not manifest.exists():
-                gendata.generate(out, preset=self._preset, seed=0)
+        manifest = out / "manifest.toml"
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(out) + ".lock"):
+                if not manifest.exists():
+                    gendata.generate(out, preset=self._preset, seed=0)
+        except OSError as exc:
+            raise DataDirUnwritable(exc.filename or out, exc) from None
         return manifest
 
     def verifier(self, kind: ProofKindInfo) -> Verifier | None:
@@ -103,6 +113,25 @@ class RefProfile:
         return REF_SLO if under is None else REF_SLO_UNDER_LOAD
 
 
+def ref_preset(settings: Settings) -> str:
+    """The circuit size: --cuzk-preset, else the base config's ``[ref] preset``, else the option's default.
+
+    Both given and different is a mistake the run must not guess about: a CuzkError naming both.
+    """
+    configured = daemon_config(settings.config, {}).get("ref", {}).get("preset")
+    where = f'[ref] preset = "{configured}" in {settings.config}'  # --cuzk-config, or an A/B baseline's
+    if configured is not None and configured not in REF_PRESETS:
+        raise CuzkError(f"{where}: unknown preset; use one of {', '.join(REF_PRESETS)}")
+    if configured is None or settings.preset_from is None:
+        return str(configured or settings.preset)
+    if settings.preset != configured:
+        raise CuzkError(
+            f"--cuzk-preset={settings.preset} (from {settings.preset_from}) disagrees with {where}: "
+            "give the preset in one place, or the same in both"
+        )
+    return settings.preset
+
+
 class ReferenceEngine(SpawnedDaemon):
     """``cuzk-ref`` spawned by the plugin, with its param cache in the data dir (per preset)."""
 
@@ -113,15 +142,19 @@ class ReferenceEngine(SpawnedDaemon):
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
 
+    def __init__(self, label: str, settings: Settings, workspace: Workspace) -> None:
+        super().__init__(label, settings, workspace)
+        self.preset = ref_preset(settings)
+
     def overrides(self, batch_size: int) -> dict[str, dict[str, Any]]:
         out = super().overrides(batch_size)
         out["scheduler"]["max_batch_wait_ms"] = BATCH_WAIT_MS
-        out["ref"] = {"preset": self.settings.preset}
+        out["ref"] = {"preset": self.preset}
         return out
 
     def given_param_cache(self) -> Path | None:
         """--cuzk-param-cache, else a per-preset directory in the data dir (always written to its config)."""
-        return self.settings.param_cache or self.settings.data_dir / f"ref-params-{self.settings.preset}"
+        return self.settings.param_cache or self.settings.data_dir / f"ref-params-{self.preset}"
 
     def behave(self) -> str:
         """The personality the base config asks for (``[ref] behave``; cuzk-ref's default is cuzk)."""
@@ -144,7 +177,7 @@ class ReferenceEngine(SpawnedDaemon):
     def profile(self) -> EngineProfile:
         settings = self.settings
         return RefProfile(
-            settings.preset, self.param_cache(), settings.data_dir, behave=self.behave(), prover=self.prover
+            self.preset, self.param_cache(), settings.data_dir, behave=self.behave(), prover=self.prover
         )
 
     def identity(self) -> str:

@@ -51,7 +51,7 @@ class Settings:
     download_timeout: float
     skip_warmup: bool
     lowmem_warmup: str
-    preset: str
+    preset: str  # --cuzk-preset, or its default: the reference engine's [ref] preset wins over a default
     start_timeout: float
     ready_timeout: float
     warmup_timeout: float
@@ -87,6 +87,7 @@ class Settings:
     ab_config: Path | None = None
     ab_layout: str = "auto"
     ab_seed: int | None = None
+    preset_from: str | None = None  # where --cuzk-preset was given (flag, environment, ini); None: not
 
     @property
     def call_timeout(self) -> float:
@@ -183,10 +184,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         download_timeout=values.number(*raw["download-timeout"]),
         allow_missing=bool(raw["allow-missing"][0]),
         scenarios=bool(raw["scenarios"][0]),
-        requested=any(not where.startswith("default of") for _, where in raw.values()),
+        requested=any(_given(value) for value in raw.values()),
         skip_warmup=bool(raw["skip-warmup"][0]),
         lowmem_warmup=lowmem,
         preset=values.choice(*raw["preset"], REF_PRESETS),
+        preset_from=raw["preset"][1] if _given(raw["preset"]) else None,
         start_timeout=values.number(raw["start-timeout"][0], raw["start-timeout"][1]),
         ready_timeout=values.number(raw["ready-timeout"][0], raw["ready-timeout"][1]),
         warmup_timeout=values.number(raw["warmup-timeout"][0], raw["warmup-timeout"][1]),
@@ -215,6 +217,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         background_in_flight=values.whole(*raw["background-in-flight"]),
         **_ab(raw, attach, path),
     )
+
+
+def _given(value: tuple[Any, str]) -> bool:
+    """Whether an option was set (flag, environment or ini), not left at its default."""
+    return not value[1].startswith("default of")
 
 
 def _ab(raw: dict[str, tuple[Any, str]], candidates: tuple[str, ...], path: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ do. The tree::
     │   └── DaemonHung            it is there but answers nothing (stopped, wedged): killed or taken out
     ├── NotCuzkServer             the address answers, but not as a cuzk.v1 gRPC server
     ├── DataUnavailable           a kind's test data cannot be had (says how to produce it)
+    ├── DataDirUnwritable         a file of the data dir cannot be written (read-only, full): names it
     ├── ManifestError             a data manifest that cannot be used (names file, key and fix)
     └── ReadinessError            a readiness stage failed (warm-up proof, PCE file)
 
@@ -35,6 +36,8 @@ turns any of them into the test's pytest outcome.
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import TYPE_CHECKING
 
 import pytest
@@ -51,6 +54,7 @@ __all__ = [
     "DaemonExited",
     "DaemonHung",
     "DaemonUnavailable",
+    "DataDirUnwritable",
     "DataUnavailable",
     "DeadlineExceeded",
     "InternalError",
@@ -224,6 +228,25 @@ class DataUnavailable(CuzkError):
         self.kind, self.file, self.manifest, self.entry_key = kind, file, manifest, entry_key
         self.reason, self.hint = redact(reason), redact(hint)  # they name the URLs data comes from
         super().__init__(f"{kind} data {file} ({manifest} [{entry_key}]): {self.reason}. {self.hint}")
+
+
+class DataDirUnwritable(CuzkError):
+    """A file of the test-data cache cannot be written: a read-only or full disk, not a missing file.
+
+    Not a ``DataUnavailable``: ``--cuzk-allow-missing`` does not make it a skip, and no kind is
+    quietly left out for it.
+    """
+
+    def __init__(self, path: object, error: OSError) -> None:
+        self.path = path
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            fix = "free space on that disk, or pass --cuzk-data-dir DIR on one with room"
+        elif error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            fix = "make it writable, or pass --cuzk-data-dir DIR (a directory you can write)"
+        else:
+            fix = "check that directory, or pass --cuzk-data-dir DIR"
+        why = os.strerror(error.errno) if error.errno else str(error)
+        super().__init__(f"cannot write {path}: {why}; {fix}")
 
 
 class ManifestError(CuzkError, ValueError):

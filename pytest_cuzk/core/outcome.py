@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
 from pytest_cuzk.core.errors import CuzkError, DataUnavailable
 
-__all__ = ["as_outcome", "as_usage_error"]
+__all__ = ["as_outcome", "as_usage_error", "first_line", "reason_line", "report_message"]
 
 
 @contextmanager
@@ -45,3 +46,26 @@ def as_usage_error() -> Iterator[None]:
         yield
     except CuzkError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def report_message(report: pytest.TestReport) -> str:
+    """What a failed or skipped report says: the skip's message, or the error's own message.
+
+    Never the traceback: its last line is a source line, and a message's last line (a log
+    tail, a hint) is not the one that names what failed.
+    """
+    longrepr: Any = report.longrepr
+    if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    crash = getattr(longrepr, "reprcrash", None)
+    return (crash.message if crash is not None else report.longreprtext).removeprefix("Failed: ")
+
+
+def reason_line(report: pytest.TestReport) -> str:
+    """Why a test did not run, in one line: the first line of its message, the sentence naming what failed."""
+    return first_line(report_message(report), "setup failed")
+
+
+def first_line(text: str, default: str) -> str:
+    """A message's first non-blank line (a log tail or a hint may follow it), else ``default``."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), default)

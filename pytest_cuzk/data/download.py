@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 
 import requests
 import urllib3
@@ -31,10 +31,11 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from pytest_cuzk.core.errors import DataDirUnwritable
 from pytest_cuzk.core.progress import Progress
 from pytest_cuzk.wire.redact import redact
 
-__all__ = ["NET_CHUNK", "Deadline", "Failed", "Retry", "Transfer", "forget_part", "session"]
+__all__ = ["NET_CHUNK", "Deadline", "Failed", "Retry", "SizeMismatch", "Transfer", "forget_part", "session"]
 
 NET_CHUNK = 64 << 10  # a cut transfer loses at most one chunk of what arrived
 CONNECT_S = 30.0
@@ -46,6 +47,10 @@ class Retry(Exception):
 
 class Failed(Exception):
     """The download cannot succeed now (an HTTP error, an unreachable host, a deadline, a size)."""
+
+
+class SizeMismatch(Failed):
+    """The server announces a length other than the manifest's ``size``: the fix is in the manifest."""
 
 
 _WATCHED: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("cuzk_download", default=None)
@@ -190,9 +195,12 @@ class Transfer:
                 raise Failed(f"{shown} answered HTTP {resp.status_code} {resp.reason}")
             if resp.status_code == 200:
                 offset = 0  # a changed file, or no Range support: the whole file, from the start
-            if too_long := _length_problem(shown, total, limit, size):
+            if total is not None and size is not None and total != size:
                 forget_part(part)
-                raise Failed(too_long)
+                raise SizeMismatch(f"{shown} announces {total} bytes, but the manifest's size says {size}")
+            if total is not None and total > limit:
+                forget_part(part)
+                raise Failed(f"{shown} announces {total} bytes, more than the {limit} this file may have")
             _save_validator(part, url, resp)
             done = self._stream(resp, shown, name, part, offset, total, deadline, limit)
         if total is not None and done < total:
@@ -215,7 +223,7 @@ class Transfer:
             try:
                 # read1: whatever one socket read brings, so a trickle still meets the deadline check
                 while chunk := resp.raw.read1(NET_CHUNK):
-                    fh.write(chunk)
+                    _write(fh, chunk, part)
                     done += len(chunk)
                     self.progress(name, done, total)
                     if done > limit:
@@ -248,13 +256,14 @@ class Transfer:
         )
 
 
-def _length_problem(shown: str, total: int | None, limit: int, size: int | None) -> str | None:
-    """Why, before a byte of the body, the announced length cannot be the file's; None: it may be."""
-    if total is not None and size is not None and total != size:
-        return f"{shown} announces {total} bytes, but the manifest's size says {size}"
-    if total is not None and total > limit:
-        return f"{shown} announces {total} bytes, more than the {limit} this file may have"
-    return None
+def _write(fh: BinaryIO, chunk: bytes, part: Path) -> None:
+    """Write a chunk; a full or read-only disk is no broken transfer: it fails, and no ``.part`` is kept."""
+    try:
+        fh.write(chunk)
+        fh.flush()
+    except OSError as exc:
+        forget_part(part)
+        raise DataDirUnwritable(part, exc) from None
 
 
 def _validator(resp: requests.Response) -> str | None:

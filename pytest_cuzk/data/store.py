@@ -20,9 +20,9 @@ from typing import Any
 
 from filelock import FileLock
 
-from pytest_cuzk.core.errors import DataUnavailable
+from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable
 from pytest_cuzk.core.progress import Progress, StatusLine
-from pytest_cuzk.data.download import Deadline, Failed, Retry, Transfer, forget_part, session
+from pytest_cuzk.data.download import Deadline, Failed, Retry, SizeMismatch, Transfer, forget_part, session
 from pytest_cuzk.data.manifest import DataEntry, Manifest
 from pytest_cuzk.wire.files import atomic_write, file_sha256
 from pytest_cuzk.wire.kinds import by_name
@@ -83,7 +83,16 @@ class DataStore:
         return out
 
     def ensure(self, entry: DataEntry, manifest: Manifest) -> Path:
-        """Return a verified path to the entry's file, downloading it if needed; raise DataUnavailable."""
+        """Return a verified path to the entry's file, downloading it if needed; raise DataUnavailable.
+
+        A cache that cannot be written (read-only, full) is a ``DataDirUnwritable`` naming the file.
+        """
+        try:
+            return self._ensure(entry, manifest)
+        except OSError as exc:
+            raise DataDirUnwritable(exc.filename or self.cache_dir / entry.file, exc) from None
+
+    def _ensure(self, entry: DataEntry, manifest: Manifest) -> Path:
         local = manifest.dir / entry.file
         if local.is_file():
             problem = self._problem(local, entry, (entry.sha256, f"{entry.entry_key}.sha256"))
@@ -182,6 +191,9 @@ class DataStore:
                     return self._place(part, dest, entry, manifest, announced)
                 except Retry as exc:
                     failure = str(exc)
+                except SizeMismatch as exc:
+                    fix = self._changed(entry, manifest, "size")
+                    raise self._unavailable(entry, manifest, str(exc), fix) from exc
                 except Failed as exc:
                     raise self._unavailable(entry, manifest, str(exc), self._hint(entry, manifest)) from exc
         reason = f"the download from {url} broke off {ATTEMPTS} times ({failure})"
@@ -199,12 +211,12 @@ class DataStore:
         got = file_sha256(part)
         sha, source = self._expected(entry, dest)
         size = part.stat().st_size
-        fix = f"if {entry.url} changed on purpose, update {source}"
         if entry.size is not None and size != entry.size:
             problem = f"{entry.url} gave {size} bytes, but {entry.entry_key}.size says {entry.size}"
-            fix = f"if {entry.url} changed on purpose, update {entry.entry_key}.size"
+            fix = self._changed(entry, manifest, "size")
         elif sha is not None and got != sha:
             problem = f"{entry.url} gave a file with sha256 {got}, but {source} says {sha}"
+            fix = self._changed(entry, manifest, "sha256", dest)
         elif sha is None and (why := self._untrusted(part, entry, announced)):
             problem = f"{entry.url} gave {size} bytes that cannot be trusted: {why}"
             fix = f"pin its sha256 or size in [{entry.entry_key}] of {manifest.path}"
@@ -217,7 +229,19 @@ class DataStore:
                 self._pin(dest, entry, manifest, got)
             return dest
         forget_part(part)
-        raise self._unavailable(entry, manifest, problem, f"the file was not used; {fix}")
+        raise self._unavailable(entry, manifest, problem, fix)
+
+    @staticmethod
+    def _changed(entry: DataEntry, manifest: Manifest, field: str, dest: Path | None = None) -> str:
+        """What to do when the served file is not the one the manifest (or the first download) pinned.
+
+        A sha256 only the first download pinned lives in the pin file beside the cached copy:
+        removing it trusts the new file on first use. Everything else is a key of the manifest.
+        """
+        fix = f"update {entry.entry_key}.{field} in {manifest.path}"
+        if field == "sha256" and entry.sha256 is None and dest is not None:
+            fix = f"remove {_pin_path(dest)} (the sha256 its first download pinned)"
+        return f"the file was not used; if {entry.url} changed on purpose, {fix}"
 
     @staticmethod
     def _untrusted(part: Path, entry: DataEntry, announced: int | None) -> str | None:

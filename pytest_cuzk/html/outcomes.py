@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_cuzk.core import transport
+from pytest_cuzk.core.outcome import report_message
 from pytest_cuzk.measure.figures import Figures
 
 from ..scenarios.figures import ScenarioFigures, scenario_from_dict
@@ -55,11 +56,7 @@ def reason_of(report: pytest.TestReport) -> str:
     """Why a test did not pass: the skip or xfail reason, the exception line, or the failure text."""
     if hasattr(report, "wasxfail"):
         return str(report.wasxfail) or "expected to fail"
-    longrepr: Any = report.longrepr
-    if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3:
-        return str(longrepr[2]).removeprefix("Skipped: ")
-    crash = getattr(longrepr, "reprcrash", None)
-    text = (crash.message if crash is not None else report.longreprtext).removeprefix("Failed: ")
+    text = report_message(report)
     return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
 
 

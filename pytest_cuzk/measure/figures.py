@@ -222,6 +222,7 @@ class Figures:
     na_reasons: dict[str, str] = field(default_factory=dict)
     samples: Samples = field(default_factory=Samples)
     ab: PairedAB | None = None  # --cuzk-ab: the baseline build's figures and the paired change
+    failed: str = ""  # why the case failed part-way: its figures are what it measured before
 
     def why_na(self, attr: str) -> str | None:
         """Why a figure is None (None when it has a value or nobody said)."""

@@ -20,6 +20,7 @@ from typing import Any
 import tomli_w
 
 from ..proto import pb
+from ..wire.files import atomic_write
 from ..wire.kinds import KINDS
 from ..wire.vanilla import write_vanilla_proofs
 from .circuits import PRESETS, Preset, c1, porep, post, snap
@@ -143,7 +144,7 @@ def post_data(kind: int, p: Preset, s: _Stream, randomness: bytes) -> list[bytes
 def _sector(out_dir: Path, p: Preset, seed: int, sector: int) -> dict[str, dict[str, Any]]:
     """Write one sector's four files; returns each kind's request fields."""
     s = _Stream(seed, sector)
-    (out_dir / file_name("porep", sector)).write_bytes(porep_c1(p, s))
+    atomic_write(out_dir / file_name("porep", sector), porep_c1(p, s))
     snap_blobs, snap_fields = snap_data(p, s)
     write_vanilla_proofs(out_dir / file_name("snap", sector), snap_blobs)
     wrand, winrand = s.randomness("wpost randomness"), s.randomness("winning randomness")
@@ -184,5 +185,5 @@ def generate(out_dir: Path, preset: str = "default", seed: int = 0, sectors: int
             kinds[kind].append(entry)
     manifest = {"engine": {"name": "cuzk-ref", "preset": preset, "seed": seed}, "kinds": kinds}
     path = out_dir / "manifest.toml"
-    path.write_text(tomli_w.dumps(manifest))
+    atomic_write(path, tomli_w.dumps(manifest))  # last, and whole: it says the data is complete
     return path

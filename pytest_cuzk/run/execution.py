@@ -23,6 +23,7 @@ from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.values import daemon_value
 from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkWarning
+from pytest_cuzk.core.outcome import first_line
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
@@ -104,7 +105,12 @@ class CaseExecution(Execution):
     """The ``cuzk_run`` fixture's callable: run a case on ``backend`` for ``item``."""
 
     def __call__(self, case: Case) -> CaseResult:
-        result, paired = self.measure(case)
+        partial = CaseResult(case)
+        try:
+            result, paired = self.measure(case, partial)
+        except Exception as exc:
+            self._failed_part_way(case, partial, exc)
+            raise
         errors = [p.error for p in result.failed]
         result.known_issue = self.backend.profile().known_issue(case.kind.name, case.batch_size, errors)
         figures: Figures = case_figures(result, self.item.name, self.backend.unsampled())
@@ -117,13 +123,24 @@ class CaseExecution(Execution):
         hook.pytest_cuzk_case_finished(item=self.item, case=case, figures=figures, result=result)
         return result
 
+    def _failed_part_way(self, case: Case, partial: CaseResult, error: Exception) -> None:
+        """A case that failed part-way (its daemon died, a proof hung) still gets its row in the reports.
+
+        Its figures are what it measured before the failure, marked with the error's first line;
+        the sinks' hook is not called: gates and the results database take finished cases only.
+        """
+        figures = case_figures(partial, self.item.name, self.backend.unsampled())
+        failed = dataclasses.replace(figures, failed=first_line(str(error), type(error).__name__))
+        self.finish(case, failed, transport.FIGURES, partial.proofs)
+
     def _saving(self) -> bool:
         """Whether pytest-benchmark saves this run: then it is a baseline to come."""
         return compat.saving_as(self.item.config) is not None
 
-    def measure(self, case: Case) -> tuple[CaseResult, PairedAB | None]:
+    def measure(self, case: Case, partial: CaseResult) -> tuple[CaseResult, PairedAB | None]:
         """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran.
 
+        ``partial`` holds what was measured when this raises (the candidate's alone under A/B).
         With ``--cuzk-ab`` the baseline daemon proves the case too, in windows interleaved with
         the candidate's, and the pair's record comes with the candidate's proofs.
         """
@@ -133,9 +150,13 @@ class CaseExecution(Execution):
             from pytest_cuzk.run.ab import measure_pair
 
             return measure_pair(self.session, case, plan, self.backend, baseline, self.benchmark)
-        with running(self.session, self.backend, self.item.name) as run:
-            result = run_case(case, run.runner(case.kind), plan, self.benchmark)
-        result.memory, result.reported_memory = run.memory, run.reported
+        run: Running | None = None
+        try:
+            with running(self.session, self.backend, self.item.name) as run:
+                result = run_case(case, run.runner(case.kind), plan, self.benchmark, partial)
+        finally:
+            if run is not None:  # sampled up to the failure too
+                partial.memory, partial.reported_memory = run.memory, run.reported
         return result, None
 
 

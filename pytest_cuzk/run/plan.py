@@ -115,11 +115,11 @@ def stable(windows: list[list[Wave]], stability_pct: float) -> bool:
 class Measurement:
     """One case's waves, windows and stopping decision; pedantic's setup and target are its methods."""
 
-    def __init__(self, case: Case, runner: Runner, plan: Plan) -> None:
+    def __init__(self, case: Case, runner: Runner, plan: Plan, result: CaseResult | None = None) -> None:
         self.case = case
         self.runner = runner
         self.plan = plan
-        self.result = CaseResult(case)
+        self.result = result if result is not None else CaseResult(case)
         self._start = time.monotonic()
         self._windows: list[list[Wave]] = []
         self._open: list[Wave] = []
@@ -231,11 +231,20 @@ def drive(rounds: Rounds, max_rounds: int, benchmark: Any | None) -> None:
         rounds.timed(wave)
 
 
-def run_case(case: Case, runner: Runner, plan: Plan, benchmark: Any | None) -> CaseResult:
-    """Run the case's plan, one pytest-benchmark round per wave when ``benchmark`` is given."""
-    measurement = Measurement(case, runner, plan)
+def run_case(
+    case: Case, runner: Runner, plan: Plan, benchmark: Any | None, into: CaseResult | None = None
+) -> CaseResult:
+    """Run the case's plan, one pytest-benchmark round per wave when ``benchmark`` is given.
+
+    ``into`` is filled as waves finish, and finished also when a wave raises: what a case
+    that failed part-way measured before it failed.
+    """
+    measurement = Measurement(case, runner, plan, into)
     status = runner.status or StatusLine(tty=False)
-    with status.stage(f"{case.id}: proving"):
-        runner.tick = lambda: status.tick(measurement.progress())
-        drive(measurement, plan.max_waves(case.in_flight), benchmark)
-    return measurement.finish()
+    try:
+        with status.stage(f"{case.id}: proving"):
+            runner.tick = lambda: status.tick(measurement.progress())
+            drive(measurement, plan.max_waves(case.in_flight), benchmark)
+    finally:
+        measurement.finish()
+    return measurement.result

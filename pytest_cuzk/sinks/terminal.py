@@ -135,10 +135,17 @@ def measurement_line(f: Figures) -> str:
     return (
         f"{f.test}: {plural(f.proofs_ok + f.proofs_failed, 'proof')} in {plural(f.waves, 'wave')}, "
         f"{plural(f.windows, 'window')}, "
-        f"{'stable' if f.stabilised else 'not stable'} ({f.stop_reason or 'ended'}){cv}; "
+        f"{'stable' if f.stabilised else 'not stable'} ({_ended(f)}){cv}; "
         f"{f.measured_s:.1f} s timed; plugin: client and transport {share} of the daemon's time, "
         f"{f.untimed_s:.2f} s of checks between waves{busy}"
     )
+
+
+def _ended(f: Figures) -> str:
+    """Why the case's measurement ended: its plan, or the failure that stopped it part-way."""
+    if f.failed:
+        return f"failed part-way, after {f.proofs_ok} proofs: {f.failed}"
+    return f.stop_reason or "ended"
 
 
 def gpu_lines(f: Figures) -> list[str]:
@@ -227,7 +234,8 @@ def summary_lines(session: RunView) -> list[str]:
     heads.insert(heads.index(">proofs/h") + 1, ">±95%")
     rows = []
     for f in (row for case in session.rows for row in (case, *_baseline(case))):
-        row: list[object] = [f.test, f.kind, f.batch_size, f.concurrency, f.proofs_ok, f.proofs_failed]
+        test = f"{f.test} FAILED" if f.failed else f.test  # a case that failed part-way: what it measured
+        row: list[object] = [test, f.kind, f.batch_size, f.concurrency, f.proofs_ok, f.proofs_failed]
         row += [m.fmt(m.value(f)) for m in metrics]
         row.insert(heads.index(">±95%"), _interval(f))
         rows.append(row)

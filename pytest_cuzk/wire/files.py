@@ -21,7 +21,7 @@ def atomic_write(path: Path, data: bytes | str, mode: int = 0o644) -> Path:
     """Write ``data`` to a temporary file beside ``path`` and rename it into place; returns ``path``.
 
     The temporary name is unique per process, and it is removed when the write fails,
-    so a full disk leaves only the error, which names ``path``.
+    so a full disk leaves only the error, which names ``path`` (also as its ``filename``).
     """
     path = Path(path)
     blob = data.encode() if isinstance(data, str) else data
@@ -34,7 +34,7 @@ def atomic_write(path: Path, data: bytes | str, mode: int = 0o644) -> Path:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}") from exc
+        raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}", str(path)) from exc
     return path
 
 

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from engine_support import tmpfs
 from httpserver import FileServer
 
-from pytest_cuzk.core.errors import DataUnavailable, ManifestError
+from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable, ManifestError
 from pytest_cuzk.data import store as datastore
 from pytest_cuzk.data.manifest import Manifest, load_manifest
 from pytest_cuzk.data.store import DataStore
@@ -237,8 +238,8 @@ def test_size_mismatch_after_download_is_not_placed_and_the_hint_names_the_size_
     ) as info:
         store.ensure(manifest.entries["porep"][0], manifest)
     assert not (tmp_path / "cache" / "c1.json").exists()
-    assert info.value.hint.endswith("update kinds.porep.size"), "no pin file exists to update"
-    assert "pin file" not in str(info.value)
+    assert info.value.hint.endswith(f"update kinds.porep.size in {manifest.path}"), "no pin file exists"
+    assert "pin" not in str(info.value)
 
 
 def test_first_download_pins_sha256_and_later_runs_are_held_to_it(tmp_path, server, store):
@@ -251,6 +252,8 @@ def test_first_download_pins_sha256_and_later_runs_are_held_to_it(tmp_path, serv
     with pytest.raises(DataUnavailable) as info:
         store.ensure(manifest.entries["porep"][0], manifest)
     assert f"but pin file {pin} says {PAYLOAD_SHA}" in info.value.reason
+    assert info.value.hint.endswith(f"remove {pin} (the sha256 its first download pinned)")
+    assert pin.is_file(), "the hint names a file that is there to remove"
     server.add("/c1.json", PAYLOAD)
     assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     assert server.count() == 3
@@ -576,6 +579,20 @@ def test_a_length_that_contradicts_the_manifest_size_stops_before_the_body(tmp_p
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["c1.json.lock"]
 
 
+def test_a_length_that_contradicts_the_manifest_size_names_the_size_key_to_fix(tmp_path, server, store):
+    """Fetching the same file by hand would not help: the hint names the manifest key, no pin file."""
+    manifest = porep_manifest(
+        tmp_path, server.add("/c1.json", PAYLOAD), sha256=None, extra=f"size = {len(PAYLOAD) + 5}\n"
+    )
+    with pytest.raises(DataUnavailable, match=f"announces {len(PAYLOAD)} bytes") as info:
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert info.value.hint == (
+        f"the file was not used; if {server.url('/c1.json')} changed on purpose, "
+        f"update kinds.porep.size in {manifest.path}"
+    )
+    assert "pin" not in str(info.value)
+
+
 @pytest.mark.parametrize("announced", [True, False])
 def test_a_body_larger_than_any_request_is_refused_once_and_not_kept(tmp_path, server, store, announced):
     """No size in the manifest: the bound is the largest request cuzk accepts (128 MiB for a C1 file)."""
@@ -662,3 +679,26 @@ def test_a_malformed_input_file_is_named_before_any_daemon_sees_it(tmp_path):
         build_request(KINDS["porep"], path, {})
     path.write_bytes(PAYLOAD)
     assert build_request(KINDS["porep"], path, {}).vanilla_proof == PAYLOAD
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_cache_that_cannot_be_written_names_the_file_fails_at_once_and_leaves_nothing(
+    tmp_path, server, read_only
+):
+    """A full or read-only --cuzk-data-dir is no broken transfer: one try, the file named, no .part kept."""
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    with tmpfs(tmp_path / "cache", size="64k", read_only=read_only) as cache:
+        store = DataStore(cache, progress=lambda *a: None)
+        with pytest.raises(DataDirUnwritable) as info:
+            store.ensure(manifest.entries["porep"][0], manifest)
+        left = sorted(p.name for p in cache.iterdir())
+    if read_only:
+        assert str(info.value).startswith(f"cannot write {cache / 'c1.json.lock'}: Read-only file system; ")
+        assert left == []
+    else:
+        assert str(info.value) == (
+            f"cannot write {cache / 'c1.json.part'}: No space left on device; "
+            "free space on that disk, or pass --cuzk-data-dir DIR on one with room"
+        )
+        assert server.count("/c1.json") == 1, "a full disk is not retried"
+        assert left == ["c1.json.lock"], "no partial download is left"

@@ -15,7 +15,13 @@ import psutil
 import pytest
 
 from pytest_cuzk.backends.choice import choose
-from pytest_cuzk.backends.process import DaemonProcess, daemon_config, describe_exit, listen_address
+from pytest_cuzk.backends.process import (
+    DaemonProcess,
+    OomCounter,
+    daemon_config,
+    describe_exit,
+    listen_address,
+)
 from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.core.errors import CuzkError, DaemonExited
@@ -111,10 +117,32 @@ def test_unreadable_base_config_is_named(tmp_path):
 def test_describe_exit_says_code_signal_and_oom_hint():
     assert describe_exit(1) == "exited with code 1"
     assert describe_exit(-signal.SIGTERM) == "killed by SIGTERM"
-    text = describe_exit(-signal.SIGKILL, rss_peak=3 * 2**30)
-    assert "likely killed by the OOM killer" in text
-    assert "RSS peak 3.00 GiB" in text
-    assert "available memory" in text
+    assert describe_exit(-signal.SIGKILL, rss_peak=3 * 2**30) == "killed by SIGKILL"
+    text = describe_exit(-signal.SIGKILL, ["oom_kill count 2, up from 1 (/proc/vmstat)"], 3 * 2**30)
+    assert text.startswith("killed by SIGKILL (likely killed by the OOM killer: RSS peak 3.00 GiB, ")
+    assert "available memory" in text and text.endswith("oom_kill count 2, up from 1 (/proc/vmstat))")
+
+
+@pytest.mark.parametrize("oom_kills", [0, 1])
+def test_a_sigkill_is_blamed_on_the_oom_killer_only_when_its_count_grew(tmp_path, oom_kills):
+    events = tmp_path / "memory.events"  # in the format of a cgroup's memory.events
+    events.write_text("low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n")
+    daemon = _throwaway(tmp_path, NEVER_ANSWERS)
+    daemon.oom = OomCounter((events,))
+    daemon.start()
+    try:
+        os.kill(daemon.pid, signal.SIGKILL)
+        assert daemon.died_within(10)
+        events.write_text(f"low 0\nhigh 0\nmax 4\noom 1\noom_kill {1 + oom_kills}\n")
+        message = daemon.exit_message()
+    finally:
+        daemon.stop()
+    first = message.splitlines()[0]
+    if oom_kills:
+        assert "killed by SIGKILL (likely killed by the OOM killer: available memory " in first
+        assert f"oom_kill count 2, up from 1 ({events}))" in first
+    else:
+        assert "killed by SIGKILL; log " in first and "OOM" not in message
 
 
 class _Status(pb_grpc.ProvingEngineServicer):

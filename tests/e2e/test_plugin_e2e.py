@@ -8,6 +8,8 @@ import re
 import signal
 import time
 
+import pytest
+from engine_support import tmpfs
 from support import PROVE_SOURCE, SUITE, process_gone, ref_daemons
 
 RECORD_DAEMON = """
@@ -220,3 +222,44 @@ def test_an_attached_daemon_stopped_mid_call_is_named_hung_and_left_to_its_owner
     )
     assert "daemon died" not in result.stdout.str(), "a stopped daemon is not a dead one"
     assert took < 60, "found within a poll, not at the 120 s proof timeout"
+
+
+@pytest.mark.parametrize(
+    ("read_only", "file", "said"),
+    [
+        (True, "ref-data-default.lock", "Read-only file system; make it writable, or pass --cuzk-data-dir"),
+        (False, "ref-data-default/c1.json", "No space left on device; free space on that disk, or pass"),
+    ],
+)
+def test_a_data_dir_that_cannot_be_written_is_one_clear_error_and_leaves_nothing_partial(
+    inner, tmp_path, read_only, file, said
+):
+    with tmpfs(tmp_path / "data", size="8k", read_only=read_only) as data:  # c1.json is 16 kB
+        result = inner({"test_prove": PROVE_SOURCE}, "-k", "winning", f"--cuzk-data-dir={data}")
+        left = sorted(str(p.relative_to(data)) for p in data.rglob("*"))
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert f"cannot write {data / file}: {said}" in out
+    assert "Traceback" not in out and "OSError" not in out, out[-3000:]
+    reason = f"  test_prove[[]winning-*]: cannot write {data}*"
+    result.stdout.fnmatch_lines(["DID NOT RUN: 1 cuzk test(s)", reason])
+    assert left == ([] if read_only else ["ref-data-default", "ref-data-default.lock"]), left
+
+
+REPORTS_PRESET = """
+import os
+def test_preset(cuzk_daemon, cuzk_client):
+    info = next(line for line in cuzk_client.metrics().splitlines() if line.startswith("cuzk_ref_info"))
+    with open(os.environ["PRESET_FILE"], "w") as f:
+        f.write(info)
+"""
+
+
+def test_the_configs_preset_is_used_when_no_preset_option_is_given(inner, tmp_path, monkeypatch):
+    config = tmp_path / "base.toml"
+    config.write_text('[ref]\npreset = "medium"\n')
+    monkeypatch.setenv("PRESET_FILE", str(tmp_path / "preset"))
+    result = inner({"test_preset": REPORTS_PRESET}, f"--cuzk-config={config}")
+    result.assert_outcomes(passed=1)
+    assert 'preset="medium"' in (tmp_path / "preset").read_text(), "the daemon runs the config's preset"
+    result.stdout.fnmatch_lines(["*cuzk-ref * preset=medium*"])

@@ -76,3 +76,46 @@ def test_a_pytest_timeout_takes_the_daemon_out_before_the_next_test(fake_run):
     assert daemon.starts == [1, 1], "the next test got a fresh daemon"
     said = "timed out during test_prove[winning-batch1-j1]"
     assert any(said in r for r in daemon.state.restarts), daemon.state.restarts
+
+
+def test_a_case_that_failed_part_way_is_in_the_summary_table_marked_failed_with_what_it_measured(fake_run):
+    # The warm-up is proof 1, the case's first proof 2; the daemon dies as its second (proof 3) ends.
+    args = ("-k", "winning", "--cuzk-proofs=4", "--cuzk-max-proofs=4")
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, die_after=3)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*cuzk proving summary*",
+            "test * kind *ok*failed*",
+            "test_prove[[]winning-batch1-j1[]] FAILED  winning  *1  *1  *1  *0  *",
+            "test_prove[[]winning-batch1-j1[]]: 1 proofs in 1 waves, * (failed part-way, after 1 proofs: "
+            "daemon died during winning proof job *: fake daemon stopped after 3 proofs (die_after=3)); *",
+        ]
+    )
+    assert "no suite case ran" not in result.stdout.str()
+
+
+RAISES_IN_SETUP = """
+import pytest
+from filelock import FileLock
+
+@pytest.fixture
+def locked(cuzk_daemon, tmp_path):
+    with FileLock(str(tmp_path / "x.lock"), timeout=0):  # held: a second holder times out at once
+        FileLock(str(tmp_path / "x.lock"), timeout=0).acquire()
+
+def test_uses_a_lock(locked):
+    pass
+"""
+
+
+def test_a_raw_error_in_setup_is_listed_by_its_own_first_line_not_a_traceback_line(fake_run):
+    """The traceback's last line is filelock's source line; the reason is the exception's own message."""
+    result, _ = fake_run({"test_lock": RAISES_IN_SETUP})
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "DID NOT RUN: 1 cuzk test(s)",
+            "  test_uses_a_lock: filelock._error.Timeout: The file lock '*x.lock' could not be acquired.",
+        ]
+    )

@@ -131,3 +131,38 @@ def test_a_binary_that_cannot_start_says_so_and_never_prints_the_environment(pyt
     assert "s3cr3t-t0k3n" not in out and "CI_DEPLOY_TOKEN" not in out
     assert "AssertionError" not in out
     assert os.environ["CI_DEPLOY_TOKEN"] == "s3cr3t-t0k3n"
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        (
+            ["--cuzk-preset=large"],
+            '--cuzk-preset=large (from option --cuzk-preset) disagrees with [[]ref[]] preset = "medium" '
+            "in *base.toml: give the preset in one place, or the same in both",
+        ),
+        ([], ""),  # the config's own preset, no option: nothing to disagree with
+        (["--cuzk-preset=medium"], ""),  # the same in both
+    ],
+)
+def test_a_preset_in_the_config_and_another_in_the_option_is_a_usage_error_naming_both(
+    pytester, tmp_path, given, says
+):
+    config = tmp_path / "base.toml"
+    config.write_text('[ref]\npreset = "medium"\n')
+    result = _usage(pytester, "--cuzk-daemon=ref", f"--cuzk-config={config}", "--collect-only", *given)
+    if says:
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"ERROR: {says}"])
+    else:
+        assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+
+
+def test_an_unknown_preset_in_the_config_is_a_usage_error_naming_the_file(pytester, tmp_path):
+    config = tmp_path / "base.toml"
+    config.write_text('[ref]\npreset = "mediun"\n')
+    result = _usage(pytester, "--cuzk-daemon=ref", f"--cuzk-config={config}", "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ['ERROR: [[]ref[]] preset = "mediun" in *base.toml: unknown preset; use one of *']
+    )
