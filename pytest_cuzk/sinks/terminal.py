@@ -144,7 +144,7 @@ def measurement_line(f: Figures) -> str:
 def _ended(f: Figures) -> str:
     """Why the case's measurement ended: its plan, or the failure that stopped it part-way."""
     if f.failed:
-        return f"failed part-way, after {f.proofs_ok} proofs: {f.failed}"
+        return f"failed part-way, after {plural(f.proofs_ok, 'proof')}: {f.failed}"
     return f.stop_reason or "ended"
 
 

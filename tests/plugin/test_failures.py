@@ -88,7 +88,7 @@ def test_a_case_that_failed_part_way_is_in_the_summary_table_marked_failed_with_
             "*cuzk proving summary*",
             "test * kind *ok*failed*",
             "test_prove[[]winning-batch1-j1[]] FAILED  winning  *1  *1  *1  *0  *",
-            "test_prove[[]winning-batch1-j1[]]: 1 proofs in 1 waves, * (failed part-way, after 1 proofs: "
+            "test_prove[[]winning-batch1-j1[]]: 1 proof in 1 wave, * (failed part-way, after 1 proof: "
             "daemon died during winning proof job *: fake daemon stopped after 3 proofs (die_after=3)); *",
         ]
     )
@@ -115,7 +115,7 @@ def test_a_raw_error_in_setup_is_listed_by_its_own_first_line_not_a_traceback_li
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "DID NOT RUN: 1 cuzk test(s)",
+            "DID NOT RUN: 1 cuzk test",
             "  test_uses_a_lock: filelock._error.Timeout: The file lock '*x.lock' could not be acquired.",
         ]
     )
