@@ -149,10 +149,8 @@ def _ended(f: Figures) -> str:
 
 
 def gpu_lines(f: Figures) -> list[str]:
-    """Each GPU of a multi-GPU host on its own: a host proving on one of two looks slow, not idle."""
+    """Each GPU on its own line: utilisation and clock say whether it proved, and clocks swing times."""
     gpus = f.memory.gpus if f.memory is not None else ()
-    if len(gpus) < 2:
-        return []
     return [f"  GPU {g.index} {g.name}: {g.describe()}" for g in gpus]
 
 

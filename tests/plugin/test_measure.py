@@ -181,6 +181,18 @@ def test_a_gpu_that_sat_idle_through_a_case_is_named(fake_run, monkeypatch):
     )
 
 
+def test_a_one_gpu_host_shows_its_gpus_utilisation_and_clock_and_no_idle_warning(fake_run, monkeypatch):
+    FakeNvml(monkeypatch, devices=1)
+    steady = {"winning": FakeBehaviour(delay_s=0.05)}
+    args = ("-k", "winning", "--cuzk-batch-sizes=1", "--cuzk-proofs=8", "--cuzk-max-proofs=8")
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, behaviour=steady, sampled=True)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["  GPU 0 NVIDIA H200: VRAM peak 2.00 GiB, utilisation 87%, SM clock 1980 MHz"]
+    )
+    assert "sat idle" not in result.stdout.str(), "a GPU that worked raises no idle warning"
+
+
 def test_a_saved_run_is_measured_as_precisely_as_a_gated_one(pytester):
     settings = resolve_settings(pytester.parseconfig())
     assert Plan.of(settings).precision == ()
