@@ -21,7 +21,7 @@ import pytest
 
 from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
-from pytest_cuzk.core import transport
+from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.host.sigterm import SigtermAsInterrupt
 from pytest_cuzk.wire.units import plural
@@ -348,6 +348,19 @@ class CuzkSession:
         for line in summary_lines(self):
             terminalreporter.write_line(line)
 
+    @pytest.hookimpl(optionalhook=True, wrapper=True)
+    def pytest_benchmark_compare_machine_info(
+        self, benchmarksession: Any, machine_info: dict[str, Any], compared_benchmark: dict[str, Any]
+    ) -> Generator[None, object, object]:
+        """Comparing two builds with the storage outside the working directory must not crash."""
+        try:
+            return (yield)
+        except ValueError as exc:
+            compat.machine_info_differs(
+                benchmarksession, exc, machine_info, compared_benchmark["machine_info"]
+            )
+            return None
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_benchmark_update_machine_info(
         self, config: pytest.Config, machine_info: dict[str, Any]
@@ -359,8 +372,8 @@ class CuzkSession:
 
         backends = self.choice.backends
         machine_info["cuzk"] = {
-            "host": host_info().as_dict(),
-            "daemon": ", ".join(sorted({b.profile().identity() for b in backends})),
+            "host": host_info().machine_dict(),
+            "daemon": ", ".join(sorted({b.profile().build() for b in backends})),
             **self.choice.ab_identity(),
             # host describes where pytest ran; a remote daemon's hardware is not in it
             "remote_daemons": [b.address for b in backends if not b.local],

@@ -44,7 +44,7 @@ class DaemonChoice:
 
     def ab_identity(self) -> dict[str, str]:
         """The A/B baseline's build, for machine info beside the candidate's (none without --cuzk-ab)."""
-        return {"ab_baseline_daemon": self.baseline.profile().identity()} if self.baseline is not None else {}
+        return {"ab_baseline_daemon": self.baseline.profile().build()} if self.baseline is not None else {}
 
     @property
     def every(self) -> tuple[DaemonBackend, ...]:

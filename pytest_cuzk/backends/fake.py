@@ -208,6 +208,9 @@ class FakeProfile:
     def identity(self) -> str:
         return "fake daemon"
 
+    def build(self) -> str:
+        return self.identity()
+
     def preset(self) -> str | None:
         return None
 

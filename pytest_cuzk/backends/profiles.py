@@ -91,6 +91,9 @@ class CuzkProfile:
     def identity(self) -> str:
         return self._identity
 
+    def build(self) -> str:
+        return self._identity
+
     def preset(self) -> str | None:
         return None
 

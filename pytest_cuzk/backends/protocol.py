@@ -136,7 +136,10 @@ class EngineProfile(Protocol):
         """Full verification of a proof from its request; None where only the structure is checked."""
 
     def identity(self) -> str:
-        """The build under test, for machine info and the results database."""
+        """The build under test, for the summary and the results database (what it said once running)."""
+
+    def build(self) -> str:
+        """The build as known before its daemon answers: machine info, compared between runs by equality."""
 
     def preset(self) -> str | None:
         """The reference engine's circuit-size preset; None for a real cuzk."""

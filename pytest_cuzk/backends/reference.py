@@ -95,9 +95,13 @@ class RefProfile:
         return verify
 
     def identity(self) -> str:
-        behave = f" behave={self.behave}" if self.behave else ""
         prover = f" prover={self.prover}" if self.prover else ""
-        return f"cuzk-ref {self.version} preset={self._preset}{behave}{prover}"
+        return f"{self.build()}{prover}"
+
+    def build(self) -> str:
+        """Without the prover: a spawned engine says which it chose only once it runs."""
+        behave = f" behave={self.behave}" if self.behave else ""
+        return f"cuzk-ref {self.version} preset={self._preset}{behave}"
 
     def preset(self) -> str | None:
         return self._preset

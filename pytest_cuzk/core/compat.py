@@ -9,6 +9,7 @@ its ``-k`` matcher, so the plugin reads their attributes here and nowhere else;
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ __all__ = [
     "keep_from_storage",
     "keyword_names",
     "keyword_selects",
+    "machine_info_differs",
     "saved_runs",
     "saving_as",
     "stopped_by_pytest_timeout",
@@ -85,6 +87,31 @@ def storage_name(config: pytest.Config) -> str:
     """Where pytest-benchmark keeps its saved runs, as it prints it."""
     bs = _session(config)
     return str(bs.storage) if bs is not None else str(_option(config, "benchmark_storage"))
+
+
+def machine_info_differs(
+    benchmarksession: Any, error: ValueError, now: dict[str, Any], saved: dict[str, Any]
+) -> None:
+    """pytest-benchmark's "machine_info is different" warning, where its own raises ``error``.
+
+    It names its storage relative to the working directory, so a storage elsewhere
+    (``--benchmark-storage=/abs/path``) turns the warning into a ValueError and pytest into an
+    INTERNALERROR, whenever two builds are compared. Any other ValueError is not ours to hide.
+    """
+    storage = Path(str(getattr(benchmarksession, "storage", "")))
+    if storage.is_relative_to(Path.cwd()):
+        raise error
+    keys = sorted({*now, *saved})
+    differ = [k for k in keys if now.get(k) != saved.get(k)]
+    for key in ("cuzk",):  # name the plugin's own entries one level down
+        if key in differ and isinstance(now.get(key), dict) and isinstance(saved.get(key), dict):
+            inner = sorted({*now[key], *saved[key]})
+            differ.remove(key)
+            differ += [f"{key}.{k}" for k in inner if now[key].get(k) != saved[key].get(k)]
+    differs = ", ".join(differ)
+    benchmarksession.logger.warning(
+        f"Benchmark machine_info is different ({differs}) from the saved run's (location: {storage})."
+    )
 
 
 def compared_runs(config: pytest.Config) -> list[SavedRun]:

@@ -39,6 +39,9 @@ __all__ = [
 _GIB = 1 << 30
 
 
+_CURRENT_CLOCKS = ("sm_clock_mhz", "mem_clock_mhz")
+
+
 @dataclass(frozen=True)
 class GpuInfo:
     """One GPU as NVML sees it; clocks are the current ones, recorded because they swing timings."""
@@ -72,6 +75,15 @@ class HostInfo:
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (for pytest-benchmark's machine_info and the results database)."""
         return dataclasses.asdict(self) | {"fingerprint": self.fingerprint()}
+
+    def machine_dict(self) -> dict[str, Any]:
+        """``as_dict`` less the GPUs' current clocks, which swing with load between two runs on one host.
+
+        pytest-benchmark compares machine info by equality; each case records its own clocks.
+        """
+        out = self.as_dict()
+        out["gpus"] = [{k: v for k, v in g.items() if k not in _CURRENT_CLOCKS} for g in out["gpus"]]
+        return out
 
     def fingerprint(self) -> str:
         """Stable 16-hex-digit hash of the hardware and driver only: equal machines compare equal."""

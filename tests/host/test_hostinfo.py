@@ -117,6 +117,26 @@ def test_binary_sha256_matches_hashlib_and_notices_a_rebuild(tmp_path: Path) -> 
     assert binary_sha256(binary) == hashlib.sha256(b"build two" * 100_000).hexdigest()
 
 
+def test_machine_info_of_one_host_is_equal_whatever_the_gpus_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    FakeNvml(monkeypatch)
+    idle = host_info().machine_dict()
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetClockInfo", lambda h, kind: 345)  # an idle GPU's clocks
+    busy = host_info().machine_dict()
+    assert json.dumps(idle, sort_keys=True) == json.dumps(busy, sort_keys=True)
+    (gpu,) = idle["gpus"]
+    assert gpu["sm_clock_max_mhz"] == 1980 and "sm_clock_mhz" not in gpu and "mem_clock_mhz" not in gpu
+    assert host_info().as_dict()["gpus"][0]["sm_clock_mhz"] == 345, "the full record keeps them"
+
+
+def test_a_reference_engines_build_is_the_same_before_and_after_it_says_its_prover(tmp_path: Path) -> None:
+    from pytest_cuzk.backends.reference import RefProfile
+
+    before = RefProfile("default", None, tmp_path, behave="cuzk")
+    after = RefProfile("default", None, tmp_path, behave="cuzk", prover="gpu:NVIDIA H200")
+    assert before.build() == after.build() == "cuzk-ref 0.1.0 preset=default behave=cuzk"
+    assert after.identity() == "cuzk-ref 0.1.0 preset=default behave=cuzk prover=gpu:NVIDIA H200"
+
+
 def test_daemon_identity(tmp_path: Path) -> None:
     binary = tmp_path / "cuzk"
     binary.write_bytes(b"\x7fELF fake")

@@ -8,6 +8,7 @@ import statistics
 
 import numpy as np
 import pytest
+from pytest_benchmark.logger import PytestBenchmarkWarning
 from support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
@@ -318,3 +319,22 @@ def test_a_compare_that_names_no_saved_run_is_a_usage_error_listing_the_saved_on
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--benchmark-compare=0099 names no saved run in *(saved: 0001_main)*"])
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+def test_two_builds_compared_with_the_storage_outside_the_working_directory_warn_and_do_not_crash(
+    fake_run, tmp_path
+):
+    args = _gate_args(tmp_path)  # the storage lies outside the inner run's working directory
+    steady = {"winning": FakeBehaviour(delay_s=0.01)}
+    first, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=main", behaviour=steady)
+    first.assert_outcomes(passed=1)
+    (saved,) = (tmp_path / "benchmarks").glob("*/0001_main.json")
+    run = json.loads(saved.read_text())
+    run["machine_info"]["cuzk"]["daemon"] = "fake daemon of the target branch"  # another build
+    saved.write_text(json.dumps(run))
+    where = re.escape(str(saved.parents[1]))
+    said = rf"machine_info is different \(.*cuzk\.daemon.*\) from the saved run's \(location: {where}\)"
+    with pytest.warns(PytestBenchmarkWarning, match=said):
+        result, _ = fake_run({}, *args, "--benchmark-compare=0001", behaviour=steady)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
