@@ -51,6 +51,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "cuzk_kinds(*kinds): the proof kinds cuzk_ready warms up for this test (default: all selected)",
     )
+    if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
+        from pytest_cuzk.core.transport import UsageErrorRelay  # an xdist controller: a worker may hand one
+
+        config.pluginmanager.register(UsageErrorRelay(), "cuzk_usage_error_relay")
     if not requested(config):  # inert: the session waits for a cuzk test that may never come
         config.pluginmanager.register(Dormant(config), "cuzk_dormant")
         return
