@@ -5,7 +5,8 @@ only then does the session choose the daemon (attach, spawn a cuzk binary, or th
 reference engine), make the data present and run the readiness chain. pytest rewrites
 every module of an installed plugin, anew each run where no bytecode is written (a
 read-only site-packages, PYTHONDONTWRITEBYTECODE), so this module stays small and the
-rest is imported only by a run that uses cuzk.
+rest is imported only by a run that uses cuzk (an xdist controller also loads the small
+transport module, to hear a usage error a worker's collection found).
 """
 
 from __future__ import annotations
