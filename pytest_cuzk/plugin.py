@@ -5,7 +5,8 @@ only then does the session choose the daemon (attach, spawn a cuzk binary, or th
 reference engine), make the data present and run the readiness chain. pytest rewrites
 every module of an installed plugin, anew each run where no bytecode is written (a
 read-only site-packages, PYTHONDONTWRITEBYTECODE), so this module stays small and the
-rest is imported only by a run that uses cuzk.
+rest is imported only by a run that uses cuzk (an xdist controller also loads the small
+transport module, to hear a usage error a worker's collection found).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "cuzk_kinds(*kinds): the proof kinds cuzk_ready warms up for this test (default: all selected)",
     )
+    if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
+        from pytest_cuzk.core.transport import UsageErrorRelay  # an xdist controller: a worker may hand one
+
+        config.pluginmanager.register(UsageErrorRelay(), "cuzk_usage_error_relay")
     if not requested(config):  # inert: the session waits for a cuzk test that may never come
         config.pluginmanager.register(Dormant(config), "cuzk_dormant")
         return

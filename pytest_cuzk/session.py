@@ -209,8 +209,9 @@ class CuzkSession:
         from pytest_cuzk.run.cases import order_items
         from pytest_cuzk.run.selection import marker_problems, unasked_scenarios
 
-        if bad := marker_problems(items):  # a usage error, said as one (not an INTERNALERROR)
-            pytest.exit("; ".join(bad), returncode=pytest.ExitCode.USAGE_ERROR)
+        if bad := marker_problems(items):
+            transport.stop_collection(self.config, items, "; ".join(bad))
+            return
         if left_out := unasked_scenarios(self.config, self.settings.scenarios, items):
             self.config.hook.pytest_deselected(items=left_out)
             items[:] = [item for item in items if item not in left_out]

@@ -23,10 +23,13 @@ __all__ = [
     "NOT_RUN",
     "PROOFS",
     "SCENARIO",
+    "USAGE_ERROR",
+    "UsageErrorRelay",
     "carries_cuzk",
     "received",
     "send",
     "sent_totals",
+    "stop_collection",
 ]
 
 NOT_RUN = "cuzk_not_run"  # on a setup report: why a cuzk test did not run (one line)
@@ -37,7 +40,7 @@ SCENARIO = "cuzk_scenario"  # on a call report: the load scenario's figures reco
 PROOFS = "cuzk_proofs"  # on a call report: (seconds, ok) of the case's proofs, for the latency chart
 KEYS = (NOT_RUN, CASE, COLD, FIGURES, SCENARIO, PROOFS)
 METRIC_TOTALS = "cuzk_metric_totals"  # in a worker's workeroutput: the metric ledger's totals
-USAGE_ERROR = "cuzk_usage_error"  # in a worker's workeroutput: why its collection gives the daemon nothing
+USAGE_ERROR = "cuzk_usage_error"  # in a worker's workeroutput: the usage error its collection found
 
 _WHEN = {NOT_RUN: "setup", CASE: "setup", COLD: "call", FIGURES: "call", SCENARIO: "call", PROOFS: "call"}
 
@@ -64,3 +67,37 @@ def carries_cuzk(report: pytest.TestReport) -> bool:
 def sent_totals(workeroutput: Mapping[str, Any]) -> Any:
     """A finished worker's metric totals, or None where it sent none."""
     return workeroutput.get(METRIC_TOTALS)
+
+
+def stop_collection(config: pytest.Config, items: list[pytest.Item], message: str) -> None:
+    """End the run on a usage error found at collection: exit 4 with ``message``, never an INTERNALERROR.
+
+    Raised in an xdist worker, a ``UsageError`` (or ``pytest.exit``) crashes the worker, and the
+    controller ends in an INTERNALERROR; so a worker hands the message to the controller's
+    ``UsageErrorRelay`` in its workeroutput and keeps no test.
+    """
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is None:
+        raise pytest.UsageError(message)
+    workeroutput.setdefault(USAGE_ERROR, message)  # the first one found, as in a run without xdist
+    config.hook.pytest_deselected(items=list(items))
+    items.clear()
+
+
+class UsageErrorRelay:
+    """On the xdist controller: says the usage error a worker handed over and ends the run with exit 4."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        self.error = self.error or getattr(node, "workeroutput", {}).get(USAGE_ERROR)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.error:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.error:
+            terminalreporter.write_line(f"ERROR: {self.error}", red=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -76,7 +75,6 @@ class CollectionCheck:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.had_cuzk = False  # whether collection, before -k and --deselect, held a cuzk test
-        self.error: str | None = None  # on the xdist controller: the usage error a worker handed over
 
     @pytest.hookimpl(tryfirst=True)  # before -k and --deselect take items away
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
@@ -93,25 +91,7 @@ class CollectionCheck:
             f"collected from {source} uses cuzk, so the daemon would run nothing: run the packaged suite "
             "with --pyargs pytest_cuzk.suite, or from a directory whose ini has no testpaths"
         )
-        workeroutput = getattr(config, "workeroutput", None)
-        if workeroutput is None:
-            raise pytest.UsageError(message)
-        # raised in an xdist worker it would crash the worker: the controller says it instead
-        workeroutput[transport.USAGE_ERROR] = message
-        config.hook.pytest_deselected(items=list(items))
-        items.clear()
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        self.error = self.error or getattr(node, "workeroutput", {}).get(transport.USAGE_ERROR)
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.error:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.error:
-            terminalreporter.write_line(f"ERROR: {self.error}", red=True)
+        transport.stop_collection(config, items, message)
 
     def pytest_report_collectionfinish(self, items: list[pytest.Item]) -> list[str]:
         """A ``-k`` that left no cuzk test hears what the cases' ids are made of."""

@@ -105,8 +105,8 @@ def test_a_marker_naming_no_kind_is_a_usage_error_and_an_alias_is_fine(pytester)
     )
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(
-        ["*test_marked.py::test_typo: @pytest.mark.cuzk_kinds: unknown proof kind 'windowpost2'*"]
+    result.stderr.fnmatch_lines(
+        ["ERROR: test_marked.py::test_typo: @pytest.mark.cuzk_kinds: unknown proof kind 'windowpost2'*"]
     )
 
 

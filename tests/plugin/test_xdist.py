@@ -64,3 +64,24 @@ def test_a_daemon_run_that_collects_no_cuzk_test_is_a_usage_error_under_xdist_to
         ["ERROR: --cuzk-daemon=ref: none of the 1 test collected from the ini's testpaths (tests) uses cuzk*"]
     )
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str(), "no worker crashed"
+
+
+@pytest.mark.e2e  # a subprocess pytest run with xdist workers: the end-to-end tier
+def test_a_marker_naming_no_kind_is_a_usage_error_under_xdist_too(pytester, monkeypatch):
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(
+        test_marked="""
+        import pytest
+
+        @pytest.mark.cuzk_kinds("windowpost2")
+        def test_typo():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", timeout=120)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        ["ERROR: test_marked.py::test_typo: @pytest.mark.cuzk_kinds: unknown proof kind 'windowpost2'*"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str(), "no worker crashed"
