@@ -288,7 +288,11 @@ class ResultsDB:
     def __init__(self, url: str | None = None) -> None:
         self.url = normalize_url(url)
         self.engine = create_engine(self.url)
-        migrate(self.engine)
+        try:
+            migrate(self.engine)
+        except BaseException:  # a refused schema: no one will close this database, so close its pool
+            self.engine.dispose()
+            raise
         md = build_metadata()
         self._hosts, self._runs, self._tests = (md.tables[n] for n in ("hosts", "runs", "tests"))
 
