@@ -189,7 +189,6 @@ def spawn() -> Iterator[Callable[..., Daemon]]:
 
     yield run
     left = [d for d in daemons if d.proc.poll() is None]
-    for daemon in left:
-        daemon.proc.kill()
-        daemon.proc.wait()
+    for daemon in daemons:
+        daemon.close()
     assert not left, f"{len(left)} cuzk-ref process(es) still running at teardown"
