@@ -290,7 +290,7 @@ class ResultsDB:
         self.engine = create_engine(self.url)
         try:
             migrate(self.engine)
-        except BaseException:  # a refused schema: no one will close this database, so close its pool
+        except BaseException:  # refused or failed: no one can close a ResultsDB never made, so close it here
             self.engine.dispose()
             raise
         md = build_metadata()
