@@ -36,6 +36,10 @@ HERE = Path(__file__).resolve().parent
 # unless -m or a path inside them asks; `-m "e2e or packaging"` runs them (.ci/run runs both tiers).
 FOLDER_MARKS = {"e2e": "e2e", "packaging": "packaging", "gpu": "gpu"}
 SYSTEM_TIERS = ("e2e", "packaging")
+# An in-process pytest run (pytester) is a user's run made under this run's warning filters, which
+# make every warning an error: there the plugin's CuzkWarnings are its report, shown as in a user's
+# run. Any other warning, an unclosed pipe or socket of the plugin's, still fails the inner run.
+USERS_RUN_WARNINGS = pytest.mark.filterwarnings("default::pytest_cuzk.core.errors.CuzkWarning")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -43,6 +47,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         folder = item.path.relative_to(HERE).parts[0] if HERE in item.path.parents else ""
         if folder in FOLDER_MARKS:
             item.add_marker(FOLDER_MARKS[folder])
+        if "pytester" in item.fixturenames:
+            item.add_marker(USERS_RUN_WARNINGS)
     if config.option.markexpr:
         return  # the run chose its tiers
     named = [Path(str(a).split("::")[0]).resolve() for a in config.args]
@@ -189,7 +195,6 @@ def spawn() -> Iterator[Callable[..., Daemon]]:
 
     yield run
     left = [d for d in daemons if d.proc.poll() is None]
-    for daemon in left:
-        daemon.proc.kill()
-        daemon.proc.wait()
+    for daemon in daemons:
+        daemon.close()
     assert not left, f"{len(left)} cuzk-ref process(es) still running at teardown"

@@ -103,10 +103,12 @@ class Daemon:
         self._reader.start()
 
     def _read(self) -> None:
+        """Collects the output until EOF, then closes the pipe: the reader is the one user of it."""
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-            self._new.put(line)
+        with self.proc.stdout:
+            for line in self.proc.stdout:
+                self.lines.append(line.rstrip("\n"))
+                self._new.put(line)
         self._new.put(None)
 
     def wait_ready(self, timeout: float = 60.0) -> str:
@@ -140,6 +142,12 @@ class Daemon:
         if self._reader is not None:
             self._reader.join(timeout)
         return code
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Kill it if it still runs, reap it and let the reader read its output to the end and close it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.wait_exit(timeout)
 
     @property
     def output(self) -> str:

@@ -298,7 +298,11 @@ class ResultsDB:
                 "first (pytest --cuzk-results-db=...)"
             )
         self.engine = create_engine(self.url)
-        migrate(self.engine)
+        try:
+            migrate(self.engine)
+        except BaseException:  # refused or failed: no one can close a ResultsDB never made, so close it here
+            self.engine.dispose()
+            raise
         md = build_metadata()
         self._hosts, self._runs, self._tests = (md.tables[n] for n in ("hosts", "runs", "tests"))
 

@@ -166,6 +166,7 @@ def test_peers_at_the_auto_address(pytester: pytest.Pytester) -> None:
             assert outcome.startswith("chose") == (name == "nothing listens")
     finally:
         http.shutdown()
+        http.server_close()
         bare.stop(0)
         silent.close()
         refused.close()

@@ -73,13 +73,12 @@ time.sleep(0.3)
 
 @pytest.fixture
 def allocator() -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", ALLOCATOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout and proc.stdout.readline().strip() == "ready"
-    yield proc
-    proc.kill()
-    proc.wait()
+    ) as proc:  # closes its pipes, not only the process
+        assert proc.stdout and proc.stdout.readline().strip() == "ready"
+        yield proc
+        proc.kill()
 
 
 def run_allocator(proc: subprocess.Popen[str], interval_s: float) -> MemoryReport:

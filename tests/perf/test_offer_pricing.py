@@ -300,13 +300,13 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     whole = [o for o in json.loads(OFFERS.read_text()) if "cpu_ram" in o and "machine_id" in o] * 200
     path = _write(tmp_path, whole)
     script = "import sys; from pytest_cuzk.perf.cli import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", script, "offers", path, "--db", url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.read(10)  # what `head -c 10` reads, then it goes
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 0
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.read(10)  # what `head -c 10` reads, then it goes
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0
     assert err == "", err

@@ -40,10 +40,10 @@ WINNING = (
 
 @pytest.fixture
 def http_port() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield server.server_address[1]
+        server.shutdown()
 
 
 @pytest.fixture
@@ -184,19 +184,19 @@ def test_a_remote_daemons_own_memory_figures_come_from_its_status_page(fake_run,
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Status)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     out = tmp_path / "bench.json"
-    try:
-        result, _ = fake_run(
-            {"test_prove": PROVE_SOURCE},
-            *WINNING[:3],
-            f"--cuzk-status=127.0.0.1:{server.server_address[1]}",
-            f"--benchmark-json={out}",
-            plugins=(),
-        )
-    finally:
-        server.shutdown()
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Status) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            result, _ = fake_run(
+                {"test_prove": PROVE_SOURCE},
+                *WINNING[:3],
+                f"--cuzk-status=127.0.0.1:{server.server_address[1]}",
+                f"--benchmark-json={out}",
+                plugins=(),
+            )
+        finally:
+            server.shutdown()
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         ["RSS n/a: in-process fake daemon", "*the daemon's /status: memory budget used at peak 12.0 GiB"]

@@ -177,6 +177,21 @@ def test_refuses_a_newer_schema(db_url: str) -> None:
         ResultsDB(db_url)
 
 
+def test_a_refused_database_is_left_with_no_connection_open(pg_server: pg.PostgresServer) -> None:
+    """No one can close a ResultsDB whose __init__ raised: it closes its own pool first."""
+    url = pg_server.create_database()
+    with ResultsDB(url) as db, db.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE schema_version SET version = 99"))
+    with pytest.raises(RuntimeError, match="newer than this pytest-cuzk understands") as refused:
+        ResultsDB(url)
+    admin = create_engine(pg_server.url())
+    with admin.connect() as conn:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE datname = :name"
+        left = conn.execute(sa.text(query), {"name": sa.make_url(url).database}).scalar()
+    admin.dispose()
+    assert left == 0, f"{left} connection(s) left open by {refused.value!r}"  # the traceback holds it
+
+
 def test_round_trip_and_filters(db_url: str) -> None:
     other = host(gpu_models=["NVIDIA GeForce RTX 4090"], gpu_count=1, ram_bytes=128 * GIB, hostname="box")
     with ResultsDB(db_url) as db:
@@ -239,10 +254,10 @@ def test_a_postgresql_url_without_its_driver_says_how_to_install_it(
 
 
 def test_concurrent_writers_from_two_processes(db_url: str) -> None:
-    writers = [spawn_writer(db_url, label, 25) for label in ("w1", "w2")]
-    for w in writers:
-        w.communicate(timeout=60)
-        assert w.returncode == 0
+    with spawn_writer(db_url, "w1", 25) as w1, spawn_writer(db_url, "w2", 25) as w2:
+        for w in (w1, w2):
+            w.communicate(timeout=60)
+            assert w.returncode == 0
     with ResultsDB(db_url) as db:
         rows = db.rows()
     assert len(rows) == 50
@@ -253,14 +268,14 @@ def test_concurrent_writers_from_two_processes(db_url: str) -> None:
 
 
 def test_killed_run_keeps_whole_rows_only(db_url: str) -> None:
-    writer = spawn_writer(db_url, "doomed", -1)
-    assert writer.stdout is not None
-    assert writer.stdout.readline() == "started\n"
-    committed = 0
-    while committed < 20:
-        committed = int(writer.stdout.readline())
-    writer.send_signal(signal.SIGKILL)
-    writer.wait(timeout=10)
+    with spawn_writer(db_url, "doomed", -1) as writer:
+        assert writer.stdout is not None
+        assert writer.stdout.readline() == "started\n"
+        committed = 0
+        while committed < 20:
+            committed = int(writer.stdout.readline())
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=10)
     with ResultsDB(db_url) as db:
         rows = db.rows()
         assert db.run_finished_at(rows[0].run.run_id) is None
