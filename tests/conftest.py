@@ -40,6 +40,10 @@ SYSTEM_TIERS = ("e2e", "packaging")
 # make every warning an error: there the plugin's CuzkWarnings are its report, shown as in a user's
 # run. Any other warning, an unclosed pipe or socket of the plugin's, still fails the inner run.
 USERS_RUN_WARNINGS = pytest.mark.filterwarnings("default::pytest_cuzk.core.errors.CuzkWarning")
+# A warning in the plugin's own tests is a bug (an unclosed pipe, socket or engine): fail on it. Set
+# here, per test, not in pyproject.toml's ini: that also configures the packaged suite run from this
+# checkout (the README's main job), where the plugin's CuzkWarnings are its report, not errors.
+OUR_TESTS_WARNINGS = pytest.mark.filterwarnings("error")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -47,6 +51,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         folder = item.path.relative_to(HERE).parts[0] if HERE in item.path.parents else ""
         if folder in FOLDER_MARKS:
             item.add_marker(FOLDER_MARKS[folder])
+        if HERE in item.path.parents:
+            item.add_marker(OUR_TESTS_WARNINGS, append=False)  # first: a test's own filters override it
         if "pytester" in item.fixturenames:
             item.add_marker(USERS_RUN_WARNINGS)
     if config.option.markexpr:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from pytest_cuzk.config.options import OPTIONS
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.wire.units import parse_size
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 
 def test_help_lists_every_option(pytester):
@@ -184,3 +192,12 @@ def test_a_nan_timeout_stops_a_real_run_before_any_daemon_starts(pytester):
     result = pytester.runpytest_subprocess("--cuzk-daemon=ref", "--cuzk-start-timeout=nan", timeout=60)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*Invalid number 'nan' from option --cuzk-start-timeout: must be a finite*"])
+
+
+def test_the_checkouts_ini_leaves_a_main_jobs_warnings_as_warnings():
+    """The README's main job runs the packaged suite with this checkout's ini: keep its warnings.
+
+    An ``error`` filter there turned the plugin's CuzkWarnings (its spread notes) into failed tests.
+    """
+    ini = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["tool"]["pytest"]
+    assert "filterwarnings" not in ini["ini_options"], "set it per test in tests/conftest.py instead"
