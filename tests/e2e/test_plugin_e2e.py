@@ -57,7 +57,8 @@ def test_suite_case_proves_verifies_measures_and_reports(inner, tmp_path):
     assert info["timings"]["gpu_compute_ms"] > 0
     assert case["stats"]["rounds"] == 2, "one pedantic round per wave of one proof"
     assert bench["machine_info"]["cuzk"]["daemon"].startswith("cuzk-ref ")
-    assert " prover=" in bench["machine_info"]["cuzk"]["daemon"], "the machine info names the prover too"
+    machine = bench["machine_info"]["cuzk"]["daemon"]
+    assert daemon[1].startswith(f"{machine} prover="), "machine info: the build known before the daemon ran"
     assert (plots / "test_prove[winning-batch1-j1].png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
