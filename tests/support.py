@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import random
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -18,6 +21,18 @@ SCENARIOS_SOURCE = (SUITE / "test_scenarios.py").read_text()
 # Inner runs measure exactly two proofs a case unless a test asks for more (both flags: the
 # last of a repeated flag wins): the measurement plan is tested on its own, in seconds.
 QUICK_PLAN = ("--cuzk-proofs=2", "--cuzk-max-proofs=2")
+
+
+def c1_wrapper(sector: int, pad: int) -> bytes:
+    """A C1 output wrapper in Curio's shape, about ``pad`` bytes of challenge proofs inside."""
+    challenge = {"pad": random.Random(sector).randbytes(pad // 20).hex()}
+    inner = {
+        "registered_proof": "StackedDrg32GiBV1_1",
+        "vanilla_proofs": {"StackedDrg32GiBV1": [[challenge]] * 10},
+        **{k: [sector] * 32 for k in ("comm_r", "comm_d", "replica_id", "seed", "ticket")},
+    }
+    phase1 = base64.b64encode(json.dumps(inner).encode()).decode()
+    return json.dumps({"SectorNum": sector, "Phase1Out": phase1, "SectorSize": 34359738368}).encode()
 
 
 def process_gone(pid: int) -> bool:

@@ -7,7 +7,6 @@ import hashlib
 import json
 import multiprocessing
 import os
-import random
 import re
 import socket
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from engine_support import tmpfs
 from httpserver import FileServer
+from support import c1_wrapper
 
 from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable, ManifestError
 from pytest_cuzk.data import store as datastore
@@ -24,19 +24,6 @@ from pytest_cuzk.data.manifest import Manifest, load_manifest
 from pytest_cuzk.data.store import DataStore
 from pytest_cuzk.data.testdata import DEFAULT_MANIFEST
 from pytest_cuzk.wire.kinds import KINDS
-
-
-def c1_wrapper(sector: int, pad: int) -> bytes:
-    """A C1 output wrapper in Curio's shape, about ``pad`` bytes of challenge proofs inside."""
-    challenge = {"pad": random.Random(sector).randbytes(pad // 20).hex()}
-    inner = {
-        "registered_proof": "StackedDrg32GiBV1_1",
-        "vanilla_proofs": {"StackedDrg32GiBV1": [[challenge]] * 10},
-        **{k: [sector] * 32 for k in ("comm_r", "comm_d", "replica_id", "seed", "ticket")},
-    }
-    phase1 = base64.b64encode(json.dumps(inner).encode()).decode()
-    return json.dumps({"SectorNum": sector, "Phase1Out": phase1, "SectorSize": 34359738368}).encode()
-
 
 # A whole C1 output wrapper (about 1 MB): a download that no sha256 pins must parse as one.
 PAYLOAD = c1_wrapper(1, 750_000)
