@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,10 +76,10 @@ def run_pytest(
     private: Path,
     args: list[str],
     env: dict[str, str] | None = None,
-    signal_when: Path | None = None,
+    signal_when: Callable[[], bool] | None = None,
     sig: int = signal.SIGINT,
 ) -> Run:
-    """Run pytest in ``cwd`` with TMPDIR=``private``; send ``sig`` once ``signal_when`` exists."""
+    """Run pytest in ``cwd`` with TMPDIR=``private``; send ``sig`` once ``signal_when()`` holds."""
     private.mkdir(exist_ok=True)
     environ = {**os.environ, **(env or {}), "TMPDIR": str(private)}
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
@@ -90,7 +91,7 @@ def run_pytest(
     )  # fmt: skip
     if signal_when is not None:
         deadline = time.monotonic() + 120
-        while not signal_when.exists() and time.monotonic() < deadline and proc.poll() is None:
+        while not signal_when() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
         time.sleep(0.5)
         proc.send_signal(sig)

@@ -334,13 +334,24 @@ def test_a_daemon_that_exits_before_ready(pytester: pytest.Pytester, shared_cach
     assert len(listed) == 1 and listed[0].startswith("  test_prove[winning"), listed
 
 
-def test_a_hung_spawned_daemon_keeps_its_evidence(pytester: pytest.Pytester, shared_cache: Path) -> None:
-    faults = _faults(pytester.path, stop_on_rpc="SubmitProof")
-    run = _suite_run(pytester, shared_cache, *WINNING, faults, "--cuzk-proof-timeout=60")
+HANGS = {
+    "spawned daemon SIGSTOPped in its warm-up Prove": {"stop_on_rpc": "Prove"},
+    "spawned daemon SIGSTOPped in SubmitProof": {"stop_on_rpc": "SubmitProof"},
+    "spawned daemon whose proof never finishes (timeout 3 s)": {"hang_at_proof": 2},
+}
+
+
+@pytest.mark.parametrize("case", HANGS)
+def test_a_hung_spawned_daemon_keeps_its_evidence(
+    pytester: pytest.Pytester, shared_cache: Path, case: str
+) -> None:
+    faults = _faults(pytester.path, **HANGS[case])
+    run = _suite_run(pytester, shared_cache, *WINNING, faults, "--cuzk-proof-timeout=3")
     kept = re.search(r"daemon configs and logs kept in (\S+)", run.out)
     evidence = sorted(p.name for p in Path(kept.group(1)).glob("*/*")) if kept else []
-    row(9, "spawned daemon SIGSTOPped in SubmitProof", run.line("daemon hung"), run.took, run.left)
-    assert "daemon.log" in evidence and any(name.endswith(".toml") for name in evidence), evidence
+    said = run.line("daemon hung") or run.line("timed out after")
+    row(9, case, said, run.took, f"{run.left} (kept: {', '.join(evidence) or 'nothing'})")
+    assert said and "daemon.log" in evidence and any(name.endswith(".toml") for name in evidence), evidence
     assert "processes: none" in run.left
 
 
@@ -391,16 +402,22 @@ def test_2_sleeps(cuzk_daemon):
 """
 
 
-def test_sigterm_to_pytest(pytester: pytest.Pytester, shared_cache: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("when", ["mid-test", "while the daemon starts", "mid-test under xdist -n 2"])
+def test_a_signal_to_pytest(pytester: pytest.Pytester, shared_cache: Path, sig: int, when: str) -> None:
     pytester.makepyfile(test_term=SLEEPS)
-    sleeping = pytester.path / "sleeping"
-    args = [".", "--cuzk-daemon=ref", f"--cuzk-data-dir={shared_cache}"]
-    run = run_pytest(
-        pytester.path, pytester.path / "private", args, {"SLEEPING": str(sleeping)}, sleeping, signal.SIGTERM
-    )
+    sleeping, private = pytester.path / "sleeping", pytester.path / "private"
+    args = [".", "--cuzk-daemon=ref", f"--cuzk-data-dir={shared_cache}"] + ["-n", "2"] * ("xdist" in when)
+    if when.startswith("mid-test"):
+        ready = sleeping.exists
+    else:  # the daemon sleeps 30 s before it listens: signalled once its config is written
+        args.append(_faults(pytester.path, start_delay_s=30))
+        ready = lambda: any(private.glob("*/*/*.toml"))  # noqa: E731
+    run = run_pytest(pytester.path, private, args, {"SLEEPING": str(sleeping)}, ready, sig)
+    name = signal.Signals(sig).name
     row(
         10,
-        "SIGTERM to pytest mid-test",
+        f"{name} to pytest {when}",
         f"exit {run.code}: " + run.line("KeyboardInterrupt"),
         run.took,
         run.left,
@@ -421,7 +438,9 @@ def test_ctrl_c_with_benchmark_autosave(pytester: pytest.Pytester, shared_cache:
     sleeping = pytester.path / "sleeping"
     args = [".", "--cuzk-daemon=ref", f"--cuzk-data-dir={shared_cache}", *QUICK_PLAN,
             "-k", "winning or sleeps", "--cuzk-batch-sizes=1", "--benchmark-autosave"]  # fmt: skip
-    run = run_pytest(pytester.path, pytester.path / "private", args, {"SLEEPING": str(sleeping)}, sleeping)
+    run = run_pytest(
+        pytester.path, pytester.path / "private", args, {"SLEEPING": str(sleeping)}, sleeping.exists
+    )
     saved = files_in(pytester.path / ".benchmarks")
     said = run.line("not saved as a baseline") or run.line("Saved benchmark") or f"exit {run.code}"
     row(6, "Ctrl-C with --benchmark-autosave", said, run.took, f"saved: {saved}; {run.left}")
@@ -461,6 +480,19 @@ def test_download_deadlines_given_as_options(
 
 
 PLANTED = "Pl4nted-s3cret"
+
+
+@pytest.mark.parametrize("flag", ["--cuzk-daemon", "--cuzk-addr", "--cuzk-ab"])
+def test_a_password_in_a_daemon_address(pytester: pytest.Pytester, flag: str) -> None:
+    started = time.monotonic()
+    try:
+        resolve_settings(pytester.parseconfig(f"{flag}=http://cuzk:{PLANTED}@127.0.0.1:1"))
+        outcome = "accepted"
+    except pytest.UsageError as exc:
+        outcome = "usage error: " + str(exc)
+    row(4, f"password in {flag}=http://cuzk:PASSWORD@127.0.0.1:1", outcome, time.monotonic() - started,
+        f"leaks: {'message' if PLANTED in outcome else 'none'}")  # fmt: skip
+    assert outcome.startswith("usage error") and PLANTED not in outcome
 
 
 def test_passwords_in_urls(pytester: pytest.Pytester, shared_cache: Path, generated: Path) -> None:
