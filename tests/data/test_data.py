@@ -580,6 +580,23 @@ def test_a_length_that_contradicts_the_manifest_size_names_the_size_key_to_fix(t
     assert "pin" not in str(info.value)
 
 
+def test_a_close_delimited_body_longer_than_the_manifest_size_stops_there_and_names_the_size_key(
+    tmp_path, server, store
+):
+    manifest = porep_manifest(
+        tmp_path, server.add_huge("/c1.json", 1 << 30), sha256=None, extra="size = 1000\n"
+    )
+    server.leave_out(length=True)  # no Content-Length to contradict: the body itself does
+    started = time.monotonic()
+    with pytest.raises(
+        DataUnavailable, match="sent more than the 1000 bytes the manifest's size says"
+    ) as info:
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert time.monotonic() - started < 2 and server.count("/c1.json") == 1
+    assert info.value.hint.endswith(f"update kinds.porep.size in {manifest.path}"), info.value.hint
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["c1.json.lock"]
+
+
 @pytest.mark.parametrize("announced", [True, False])
 def test_a_body_larger_than_any_request_is_refused_once_and_not_kept(tmp_path, server, store, announced):
     """No size in the manifest: the bound is the largest request cuzk accepts (128 MiB for a C1 file)."""
