@@ -35,6 +35,7 @@ from support import PROVE_SOURCE, QUICK_PLAN, c1_wrapper, ref_daemons
 from pytest_cuzk.backends.choice import choose
 from pytest_cuzk.backends.reference import ref_preset
 from pytest_cuzk.backends.workspace import Workspace
+from pytest_cuzk.config.options import OPTIONS
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.core.errors import CuzkError, DataUnavailable
 from pytest_cuzk.data.manifest import load_manifest
@@ -95,6 +96,9 @@ DOWNLOAD_CASES: dict[str, tuple[int, Callable[[FileServer], object], str, dict[s
     "Content-Length 1 GiB contradicts the manifest's size": (
         7, lambda s: s.announce(1 << 30), f"size = {len(OLD)}\n", {}, 1.0,
     ),
+    "close-delimited 1 GiB body, manifest's size 1000": (
+        7, lambda s: (s.add_huge("/c1.json", 1 << 30), s.leave_out(length=True)), "size = 1000\n", {}, 1.0,
+    ),
 }  # fmt: skip
 
 
@@ -110,6 +114,8 @@ def test_misbehaving_download_servers(case: str, tmp_path: Path) -> None:
     assert "SPLICE" not in outcome and took <= bound
     pins = re.findall(r"\S+\.pin\.json", outcome)
     assert all(Path(p).exists() for p in pins), f"the hint names a pin file that is not there: {pins}"
+    if "size = " in extra:  # the body contradicts the manifest: the hint names that key
+        assert "update kinds.porep.size in" in outcome, outcome
     pin = tmp_path / "cache" / "c1.json.pin.json"
     if fault == 1:  # the splice is refused; what is placed, and pinned, is one whole version
         assert outcome in ("placed OLD", "placed NEW"), outcome
@@ -192,9 +198,7 @@ def test_fuzzed_download_faults_never_splice(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("value", ["nan", "inf"])
-@pytest.mark.parametrize(
-    "flag", ["--cuzk-start-timeout", "--cuzk-download-timeout", "--cuzk-case-budget", "--cuzk-proof-timeout"]
-)
+@pytest.mark.parametrize("flag", [opt.flag for opt in OPTIONS if opt.kind == "float"])
 def test_decimal_options_that_are_no_bound(pytester: pytest.Pytester, flag: str, value: str) -> None:
     started = time.monotonic()
     try:
@@ -433,17 +437,29 @@ def test_zz_sleeps():
 """
 
 
-def test_ctrl_c_with_benchmark_autosave(pytester: pytest.Pytester, shared_cache: Path) -> None:
+SAVES = {
+    "Ctrl-C with --benchmark-autosave": (signal.SIGINT, ["--benchmark-autosave"]),
+    "SIGTERM with --benchmark-autosave": (signal.SIGTERM, ["--benchmark-autosave"]),
+    "Ctrl-C with --benchmark-save=mine": (signal.SIGINT, ["--benchmark-save=mine"]),
+    "Ctrl-C with --benchmark-autosave under xdist -n 2": (signal.SIGINT, ["--benchmark-autosave", "-n", "2"]),
+}
+
+
+@pytest.mark.parametrize("case", SAVES)
+def test_an_interrupted_run_that_would_be_saved(
+    pytester: pytest.Pytester, shared_cache: Path, case: str
+) -> None:
+    sig, save = SAVES[case]
     pytester.makepyfile(test_prove=PROVE_SOURCE, test_zz=PROVES_THEN_SLEEPS)
     sleeping = pytester.path / "sleeping"
     args = [".", "--cuzk-daemon=ref", f"--cuzk-data-dir={shared_cache}", *QUICK_PLAN,
-            "-k", "winning or sleeps", "--cuzk-batch-sizes=1", "--benchmark-autosave"]  # fmt: skip
+            "-k", "winning or sleeps", "--cuzk-batch-sizes=1", *save]  # fmt: skip
     run = run_pytest(
-        pytester.path, pytester.path / "private", args, {"SLEEPING": str(sleeping)}, sleeping.exists
+        pytester.path, pytester.path / "private", args, {"SLEEPING": str(sleeping)}, sleeping.exists, sig
     )
     saved = files_in(pytester.path / ".benchmarks")
     said = run.line("not saved as a baseline") or run.line("Saved benchmark") or f"exit {run.code}"
-    row(6, "Ctrl-C with --benchmark-autosave", said, run.took, f"saved: {saved}; {run.left}")
+    row(6, case, said, run.took, f"saved: {saved}; {run.left}")
     assert run.code == pytest.ExitCode.INTERRUPTED and saved == "nothing"
 
 
