@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from engine_support import tmpfs
 from httpserver import FileServer
-from support import c1_wrapper
+from support import c1_wrapper, timed_ensure
 
 from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable, ManifestError
 from pytest_cuzk.data import store as datastore
@@ -308,6 +308,28 @@ def test_two_processes_download_once(tmp_path, server):
     assert [p.exitcode for p in procs] == [0, 0]
     assert server.count() == 1
     assert (tmp_path / "cache" / "c1.json").read_bytes() == PAYLOAD
+
+
+def test_the_deadline_holds_in_a_process_that_waited_for_another_ones_download(tmp_path, server):
+    """Two xdist workers: the one that waits on the lock counts the wait, and does not fetch again."""
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.trickle_headers(0.5)  # never done: the first process's download meets its deadline
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    args = (str(tmp_path / "cache"), str(manifest.path), 2.0, barrier, results)
+    procs = [ctx.Process(target=timed_ensure, args=args) for _ in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=60)
+    outcomes = [results.get(timeout=5) for _ in procs]
+    assert all(took < 3.0 for took, _ in outcomes), f"against a 2 s deadline: {outcomes}"
+    waited, fetched = sorted(reason for _, reason in outcomes)  # "failed: another ..." < "failed: http..."
+    assert waited.startswith(
+        "failed: another process was downloading it for all of --cuzk-download-timeout (2 s)"
+    ), waited
+    assert "was still sending after 2 s" in fetched, fetched
+    assert server.count() == 1, "the file that did not arrive in time is not fetched again"
 
 
 def test_default_manifest_lists_every_kind():
