@@ -81,9 +81,9 @@ def run_pytest(
 ) -> Run:
     """Run pytest in ``cwd`` with TMPDIR=``private``; send ``sig`` once ``signal_when()`` holds."""
     private.mkdir(exist_ok=True)
-    environ = {**os.environ, **(env or {}), "TMPDIR": str(private)}
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        environ.pop(name, None)  # an inner run is not an xdist worker
+    ours = ("PYTEST_CUZK_", "PYTEST_XDIST_", "CUZK_REF")  # none of this run's options, faults or worker id
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(ours)} | (env or {})
+    environ["TMPDIR"] = str(private)
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],

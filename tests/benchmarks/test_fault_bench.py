@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import random
 import re
 import signal
@@ -30,7 +31,7 @@ import tomli_w
 from engine_support import RefData, connect, tmpfs, write_config
 from faultbench import Run, files_in, row, run_pytest
 from httpserver import FileServer
-from support import PROVE_SOURCE, QUICK_PLAN, c1_wrapper, ref_daemons
+from support import PROVE_SOURCE, QUICK_PLAN, c1_wrapper, ref_daemons, timed_ensure
 
 from pytest_cuzk.backends.choice import choose
 from pytest_cuzk.backends.reference import ref_preset
@@ -147,6 +148,27 @@ def test_the_hint_after_upstream_changed_names_what_to_fix(tmp_path: Path) -> No
             assert outcome.startswith("failed") and fix in outcome and all(Path(p).exists() for p in pins), (
                 outcome
             )
+
+
+def test_a_deadline_shared_by_two_workers(tmp_path: Path) -> None:
+    """Two processes (as two xdist workers) need the file; the server trickles its headers."""
+    with FileServer() as server:
+        url = server.add("/c1.json", OLD)
+        server.trickle_headers(0.5)
+        (tmp_path / "manifest.toml").write_text(f'[kinds.porep]\nfile = "c1.json"\nurl = "{url}"\n')
+        ctx = multiprocessing.get_context("spawn")
+        barrier, results = ctx.Barrier(2), ctx.Queue()
+        args = (str(tmp_path / "cache"), str(tmp_path / "manifest.toml"), 3.0, barrier, results)
+        procs = [ctx.Process(target=timed_ensure, args=args) for _ in range(2)]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join(timeout=60)
+        outcomes = sorted(results.get(timeout=5) for _ in procs)
+    for n, (took, outcome) in enumerate(outcomes, 1):
+        row(2, f"worker {n} of 2, headers a byte every 0.5 s (deadline 3 s; {server.count()} GET in all)",
+            outcome, took, "cache: " + files_in(tmp_path / "cache"))  # fmt: skip
+    assert all(took < 4.0 for took, _ in outcomes) and server.count() == 1
 
 
 def test_a_body_with_no_size_is_fetched_once_and_streamed(tmp_path: Path) -> None:
