@@ -2,7 +2,8 @@
 
 Serves in-memory files with Range, ETag and If-Range support, and can misbehave on
 purpose: answer 404, cut the connection after N bytes, ignore Range, honour Range but
-ignore If-Range, leave out Content-Length or the ETag, announce a length it does not
+ignore If-Range, leave out Content-Length or the ETag, date each version with
+Last-Modified, announce a length it does not
 send, send slowly, trickle a byte at a time (the body, or the headers too), or serve a
 huge body made on the fly. Every request is recorded so tests can assert what the
 client sent.
@@ -22,6 +23,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 
@@ -48,6 +50,7 @@ class _Rules:
     delay_s: float = 0.0
     no_length: bool = False  # close-delimited bodies, as HTTP/1.0 allows
     no_etag: bool = False
+    last_modified: bool = False  # a Last-Modified of each version's own
     trickle_s: float = 0.0  # one byte, then this pause, over and over
     trickle_headers: bool = False  # the status line and headers trickle too
     ignore_if_range: bool = False  # a Range is served from whatever the file is now
@@ -104,6 +107,10 @@ class FileServer:
     def leave_out(self, length: bool = False, etag: bool = False) -> None:
         """Send no Content-Length (the body ends when the connection closes), or no ETag."""
         self.rules.no_length, self.rules.no_etag = length, etag
+
+    def date_versions(self) -> None:
+        """Send Last-Modified, a date of each version's own (two versions never share one)."""
+        self.rules.last_modified = True
 
     def trickle(self, pause_s: float) -> None:
         """Send the body a byte at a time, ``pause_s`` apart: never stalled, never done."""
@@ -167,10 +174,18 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
             if data is None:
                 self.send_error(404)
                 return
-            etag = f'"{hashlib.sha1(data).hexdigest()}"'
+            digest = hashlib.sha1(data).hexdigest()
+            etag = f'"{digest}"'
+            modified = formatdate(int(digest[:7], 16), usegmt=True)
+            validator = etag if not rules.no_etag else modified if rules.last_modified else None
             start = _range_start(self.headers.get("Range")) if not rules.ignore_range else None
             if_range = self.headers.get("If-Range")
-            if start is not None and if_range is not None and if_range != etag and not rules.ignore_if_range:
+            if (
+                start is not None
+                and if_range is not None
+                and if_range != validator
+                and not rules.ignore_if_range
+            ):
                 start = None  # the file changed since the client's part: the whole new one
             if start is not None and start >= len(data):
                 self.send_error(416)
@@ -181,6 +196,8 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", str(len(body) if rules.length is None else rules.length))
             if not rules.no_etag:
                 self.send_header("ETag", etag)
+            if rules.last_modified:
+                self.send_header("Last-Modified", modified)
             self.send_header("Accept-Ranges", "none" if rules.ignore_range else "bytes")
             if start is not None:
                 self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import os
+import random
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -18,6 +24,18 @@ SCENARIOS_SOURCE = (SUITE / "test_scenarios.py").read_text()
 # Inner runs measure exactly two proofs a case unless a test asks for more (both flags: the
 # last of a repeated flag wins): the measurement plan is tested on its own, in seconds.
 QUICK_PLAN = ("--cuzk-proofs=2", "--cuzk-max-proofs=2")
+
+
+def c1_wrapper(sector: int, pad: int) -> bytes:
+    """A C1 output wrapper in Curio's shape, about ``pad`` bytes of challenge proofs inside."""
+    challenge = {"pad": random.Random(sector).randbytes(pad // 20).hex()}
+    inner = {
+        "registered_proof": "StackedDrg32GiBV1_1",
+        "vanilla_proofs": {"StackedDrg32GiBV1": [[challenge]] * 10},
+        **{k: [sector] * 32 for k in ("comm_r", "comm_d", "replica_id", "seed", "ticket")},
+    }
+    phase1 = base64.b64encode(json.dumps(inner).encode()).decode()
+    return json.dumps({"SectorNum": sector, "Phase1Out": phase1, "SectorSize": 34359738368}).encode()
 
 
 def process_gone(pid: int) -> bool:
@@ -88,9 +106,6 @@ def run_ref_case(
     options or faults leaking in, ``env`` added (e.g. ``CUZK_REF_FAULTS``), ``preexec_fn`` run in
     the child first (e.g. pinning it, and the daemons it starts, to some CPUs).
     """
-    import os
-    import time
-
     ours = ("PYTEST_CUZK_", "PYTEST_XDIST_", "CUZK_REF")
     environ = {k: v for k, v in os.environ.items() if not k.startswith(ours)} | (env or {})
     cmd = [
@@ -118,3 +133,20 @@ def gate_verdict(code: int, out: str) -> str:
     if code == 1 and "regressed" in out:
         return "failed"
     raise AssertionError(f"run neither passed nor failed a gate (exit {code}):\n{out[-3000:]}")
+
+
+def timed_ensure(cache: str, manifest_path: str, deadline_s: float, barrier: Any, results: Any) -> None:
+    """In a child process (an xdist worker's stand-in): ensure the porep file; put (seconds, outcome)."""
+    from pytest_cuzk.core.errors import DataUnavailable
+    from pytest_cuzk.data.manifest import load_manifest
+    from pytest_cuzk.data.store import DataStore
+
+    manifest = load_manifest(Path(manifest_path))
+    store = DataStore(Path(cache), progress=lambda *a: None, say=lambda line: None, deadline_s=deadline_s)
+    barrier.wait(timeout=60)
+    started = time.monotonic()
+    try:
+        store.ensure(manifest.entries["porep"][0], manifest)
+        results.put((time.monotonic() - started, "placed"))
+    except DataUnavailable as exc:
+        results.put((time.monotonic() - started, f"failed: {exc.reason}"))

@@ -93,6 +93,14 @@ def test_bad_values_name_their_source(pytester, args, message):
         resolve_settings(pytester.parseconfig(*args))
 
 
+@pytest.mark.parametrize("flag", ["--cuzk-daemon", "--cuzk-addr", "--cuzk-ab"])
+def test_a_password_in_a_daemon_address_is_not_shown(pytester, flag):
+    with pytest.raises(pytest.UsageError) as info:
+        resolve_settings(pytester.parseconfig(f"{flag}=http://cuzk:s3cret@127.0.0.1:1"))
+    assert f"Invalid address 'http://cuzk:***@127.0.0.1:1' from option {flag}" in str(info.value)
+    assert "takes no user name or password" in str(info.value) and "s3cret" not in str(info.value)
+
+
 def test_the_ab_baseline_is_named_like_the_candidate(pytester, tmp_path):
     from pytest_cuzk.backends.choice import AB_LABEL, baseline_settings
     from pytest_cuzk.config.settings import check_paths

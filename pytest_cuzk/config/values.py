@@ -144,12 +144,14 @@ def daemon_value(values: dict[str, str], address: str) -> str | None:
 
 
 def address(addr: str, where: str, hint: str) -> None:
-    from pytest_cuzk.wire.addresses import parse_address
+    from pytest_cuzk.wire.addresses import parse_address, shown_address
 
     try:
         parse_address(addr)
     except ValueError as exc:
-        raise pytest.UsageError(f"Invalid address {addr!r} from {where}: {hint} ({exc})") from exc
+        raise pytest.UsageError(
+            f"Invalid address {shown_address(addr)!r} from {where}: {hint} ({exc})"
+        ) from exc
 
 
 def choice(value: Any, where: str, choices: tuple[str, ...]) -> str:

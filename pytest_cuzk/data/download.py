@@ -50,7 +50,7 @@ class Failed(Exception):
 
 
 class SizeMismatch(Failed):
-    """The server announces a length other than the manifest's ``size``: the fix is in the manifest."""
+    """The server announces or sends a length other than the manifest's ``size``: fix the manifest."""
 
 
 _WATCHED: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("cuzk_download", default=None)
@@ -202,7 +202,7 @@ class Transfer:
                 forget_part(part)
                 raise Failed(f"{shown} announces {total} bytes, more than the {limit} this file may have")
             _save_validator(part, url, resp)
-            done = self._stream(resp, shown, name, part, offset, total, deadline, limit)
+            done = self._stream(resp, shown, name, part, offset, total, deadline, limit, size)
         if total is not None and done < total:
             raise Retry(f"transfer ended after {done} of {total} bytes")
         return total
@@ -217,6 +217,7 @@ class Transfer:
         total: int | None,
         deadline: Deadline,
         limit: int,
+        size: int | None,
     ) -> int:
         done = offset
         with part.open("ab" if offset else "wb") as fh:
@@ -229,6 +230,10 @@ class Transfer:
                     if done > limit:
                         fh.close()
                         forget_part(part)
+                        if size is not None:
+                            raise SizeMismatch(
+                                f"{shown} sent more than the {size} bytes the manifest's size says"
+                            )
                         raise Failed(f"{shown} sent more than {limit} bytes, the most this file may have")
                     if deadline.passed or not deadline.left():
                         break

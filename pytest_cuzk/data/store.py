@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable
 from pytest_cuzk.core.progress import Progress, StatusLine
@@ -101,15 +101,20 @@ class DataStore:
             return local
         cached = self.cache_dir / entry.file
         cached.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(f"{cached}.lock"):
-            missing = self._check_cached(cached, entry, manifest)
-            if missing is None:
-                return cached
-            if self.offline:
-                missing += " and offline mode (--cuzk-offline) forbids downloading"
-            if self.offline or not entry.url:
-                raise self._unavailable(entry, manifest, missing, self._hint(entry, manifest))
-            return self._download(entry, manifest, cached, entry.url)
+        # The deadline starts before the lock: waiting for another process's download is this one's.
+        deadline = Deadline(self.transfer.deadline_s)
+        try:
+            with FileLock(f"{cached}.lock", timeout=deadline.left()):
+                missing = self._check_cached(cached, entry, manifest)
+                if missing is None:
+                    return cached
+                if self.offline:
+                    missing += " and offline mode (--cuzk-offline) forbids downloading"
+                if self.offline or not entry.url:
+                    raise self._unavailable(entry, manifest, missing, self._hint(entry, manifest))
+                return self._download(entry, manifest, cached, entry.url, deadline)
+        except Timeout:  # an OSError: caught here, not taken for an unwritable cache
+            raise self._waited(entry, manifest, deadline) from None
 
     def _check_cached(self, cached: Path, entry: DataEntry, manifest: Manifest) -> str | None:
         """None when the cached copy is good; else why there is none (a bad copy is moved aside)."""
@@ -179,12 +184,16 @@ class DataStore:
         self.say(redact(f"cuzk: {message}"))
         self._note(message)
 
-    def _download(self, entry: DataEntry, manifest: Manifest, dest: Path, url: str) -> Path:
+    def _download(
+        self, entry: DataEntry, manifest: Manifest, dest: Path, url: str, deadline: Deadline
+    ) -> Path:
         """Download under one deadline for all attempts; a body is bounded by what a request can carry."""
+        if not deadline.left():  # it passed while another process had the lock
+            raise self._waited(entry, manifest, deadline)
         part = dest.with_name(dest.name + ".part")
         limit = entry.size if entry.size is not None else largest_file(entry.kind)
         failure = ""
-        with session() as http, Deadline(self.transfer.deadline_s) as deadline:
+        with session() as http, deadline:
             for _ in range(ATTEMPTS):
                 try:
                     announced = self.transfer.fetch(http, url, entry.file, part, deadline, limit, entry.size)
@@ -262,6 +271,13 @@ class DataStore:
             cmd = f"cuzk-bench gen-vanilla {GEN_VANILLA[entry.kind]} ... -o {entry.file}"
             return f"produce it from a sealed sector with `{cmd}`, then {where}"
         return f"produce the C1 output wrapper JSON from a sealed sector, then {where}"
+
+    def _waited(self, entry: DataEntry, manifest: Manifest, deadline: Deadline) -> DataUnavailable:
+        reason = (
+            f"another process was downloading it for all of --cuzk-download-timeout ({deadline.seconds:g} s) "
+            "and it did not arrive"
+        )
+        return self._unavailable(entry, manifest, reason, self._hint(entry, manifest))
 
     def _unavailable(self, entry: DataEntry, manifest: Manifest, reason: str, hint: str) -> DataUnavailable:
         return DataUnavailable(entry.kind, entry.file, manifest.path, entry.entry_key, reason, hint)

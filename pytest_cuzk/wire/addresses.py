@@ -12,6 +12,8 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_cuzk.wire.redact import redact
+
 __all__ = [
     "ACCEPTED_FORMS",
     "UNIX_PREFIX",
@@ -21,6 +23,7 @@ __all__ = [
     "label_from_address",
     "parse_address",
     "parse_listen",
+    "shown_address",
 ]
 
 UNIX_PREFIX = "unix://"
@@ -66,7 +69,7 @@ class Address:
 
 
 def parse_address(addr: str) -> Address:
-    """Parse a client-side daemon address; ValueError lists the accepted forms."""
+    """Parse a client-side daemon address; ValueError lists the accepted forms, and masks a password."""
     text = addr.strip()
     try:
         if text.startswith("unix:"):
@@ -76,11 +79,19 @@ def parse_address(addr: str) -> Address:
             if scheme != "http":
                 raise ValueError(f"scheme {scheme}:// is not supported (cuzk speaks plaintext gRPC)")
             text = rest.removesuffix("/")
+        if "@" in text.partition("/")[0]:
+            raise ValueError("a daemon address takes no user name or password (cuzk's gRPC has no login)")
         return _parse_host_port(text)
     except ValueError as exc:
         raise ValueError(
-            f"cannot use daemon address {addr!r}: {exc}. Accepted forms: {ACCEPTED_FORMS}"
+            f"cannot use daemon address {shown_address(addr)!r}: {exc}. Accepted forms: {ACCEPTED_FORMS}"
         ) from None
+
+
+def shown_address(addr: str) -> str:
+    """``addr`` as a message shows it: a password masked, with or without ``http://`` before it."""
+    text = addr.strip()
+    return redact(text) if "://" in text else redact(f"http://{text}").removeprefix("http://")
 
 
 def _parse_unix(text: str) -> Address:

@@ -249,6 +249,20 @@ def test_parse_address_rejects_other_forms_listing_the_accepted_ones(addr: str, 
     )
 
 
+@pytest.mark.parametrize(
+    ("addr", "shown"),
+    [
+        ("http://cuzk:s3cret@127.0.0.1:9820", "http://cuzk:***@127.0.0.1:9820"),
+        ("cuzk:s3cret@127.0.0.1:9820", "cuzk:***@127.0.0.1:9820"),
+    ],
+)
+def test_an_address_with_a_password_is_refused_without_showing_it(addr: str, shown: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_address(addr)
+    said = f"cannot use daemon address {shown!r}: a daemon address takes no user name or password"
+    assert said in str(info.value) and "s3cret" not in str(info.value), str(info.value)
+
+
 def test_client_refuses_a_bad_address_before_connecting() -> None:
     with pytest.raises(ValueError, match="https://"):
         ProvingClient("https://127.0.0.1:9820")

@@ -7,7 +7,6 @@ import hashlib
 import json
 import multiprocessing
 import os
-import random
 import re
 import socket
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from engine_support import tmpfs
 from httpserver import FileServer
+from support import c1_wrapper, timed_ensure
 
 from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable, ManifestError
 from pytest_cuzk.data import store as datastore
@@ -24,19 +24,6 @@ from pytest_cuzk.data.manifest import Manifest, load_manifest
 from pytest_cuzk.data.store import DataStore
 from pytest_cuzk.data.testdata import DEFAULT_MANIFEST
 from pytest_cuzk.wire.kinds import KINDS
-
-
-def c1_wrapper(sector: int, pad: int) -> bytes:
-    """A C1 output wrapper in Curio's shape, about ``pad`` bytes of challenge proofs inside."""
-    challenge = {"pad": random.Random(sector).randbytes(pad // 20).hex()}
-    inner = {
-        "registered_proof": "StackedDrg32GiBV1_1",
-        "vanilla_proofs": {"StackedDrg32GiBV1": [[challenge]] * 10},
-        **{k: [sector] * 32 for k in ("comm_r", "comm_d", "replica_id", "seed", "ticket")},
-    }
-    phase1 = base64.b64encode(json.dumps(inner).encode()).decode()
-    return json.dumps({"SectorNum": sector, "Phase1Out": phase1, "SectorSize": 34359738368}).encode()
-
 
 # A whole C1 output wrapper (about 1 MB): a download that no sha256 pins must parse as one.
 PAYLOAD = c1_wrapper(1, 750_000)
@@ -323,6 +310,28 @@ def test_two_processes_download_once(tmp_path, server):
     assert (tmp_path / "cache" / "c1.json").read_bytes() == PAYLOAD
 
 
+def test_the_deadline_holds_in_a_process_that_waited_for_another_ones_download(tmp_path, server):
+    """Two xdist workers: the one that waits on the lock counts the wait, and does not fetch again."""
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.trickle_headers(0.5)  # never done: the first process's download meets its deadline
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    args = (str(tmp_path / "cache"), str(manifest.path), 2.0, barrier, results)
+    procs = [ctx.Process(target=timed_ensure, args=args) for _ in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=60)
+    outcomes = [results.get(timeout=5) for _ in procs]
+    assert all(took < 3.0 for took, _ in outcomes), f"against a 2 s deadline: {outcomes}"
+    waited, fetched = sorted(reason for _, reason in outcomes)  # "failed: another ..." < "failed: http..."
+    assert waited.startswith(
+        "failed: another process was downloading it for all of --cuzk-download-timeout (2 s)"
+    ), waited
+    assert "was still sending after 2 s" in fetched, fetched
+    assert server.count() == 1, "the file that did not arrive in time is not fetched again"
+
+
 def test_default_manifest_lists_every_kind():
     manifest = load_manifest(DEFAULT_MANIFEST)
     assert set(manifest.entries) == set(KINDS)
@@ -591,6 +600,23 @@ def test_a_length_that_contradicts_the_manifest_size_names_the_size_key_to_fix(t
         f"update kinds.porep.size in {manifest.path}"
     )
     assert "pin" not in str(info.value)
+
+
+def test_a_close_delimited_body_longer_than_the_manifest_size_stops_there_and_names_the_size_key(
+    tmp_path, server, store
+):
+    manifest = porep_manifest(
+        tmp_path, server.add_huge("/c1.json", 1 << 30), sha256=None, extra="size = 1000\n"
+    )
+    server.leave_out(length=True)  # no Content-Length to contradict: the body itself does
+    started = time.monotonic()
+    with pytest.raises(
+        DataUnavailable, match="sent more than the 1000 bytes the manifest's size says"
+    ) as info:
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert time.monotonic() - started < 2 and server.count("/c1.json") == 1
+    assert info.value.hint.endswith(f"update kinds.porep.size in {manifest.path}"), info.value.hint
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["c1.json.lock"]
 
 
 @pytest.mark.parametrize("announced", [True, False])
