@@ -155,6 +155,28 @@ class Daemon:
         return "\n".join(self.lines)
 
 
+def rss_over_garbage_requests(
+    stub: pb_grpc.ProvingEngineStub, ref_data: RefData, pid: int, count: int, size: int
+) -> list[int]:
+    """The daemon's RSS after each of ``count`` PoRep requests whose ``size``-byte payload fails parsing.
+
+    Each must be answered FAILED; the caller judges whether the engine held the bodies.
+    """
+    import psutil
+
+    rss = []
+    for n in range(count):
+        request = ref_data.request("porep", request_id=f"garbage-{n}")
+        request.vanilla_proof = bytes([n + 1]) * size
+        stub.SubmitProof(request, timeout=120)
+        answer = stub.AwaitProof(
+            pb.AwaitProofRequest(job_id=request.request_id, timeout_ms=120_000), timeout=130
+        )
+        assert answer.status == pb.AwaitProofResponse.FAILED, answer
+        rss.append(psutil.Process(pid).memory_info().rss)
+    return rss
+
+
 def write_config(path: Path, text: str) -> Path:
     """Write a TOML config file and return its path."""
     path.write_text(text)

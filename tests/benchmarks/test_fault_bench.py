@@ -28,7 +28,7 @@ import grpc
 import psutil
 import pytest
 import tomli_w
-from engine_support import RefData, connect, tmpfs, write_config
+from engine_support import RefData, connect, rss_over_garbage_requests, tmpfs, write_config
 from faultbench import Run, files_in, row, run_pytest
 from httpserver import FileServer
 from support import PROVE_SOURCE, QUICK_PLAN, c1_wrapper, ref_daemons, timed_ensure
@@ -219,15 +219,20 @@ def test_fuzzed_download_faults_never_splice(tmp_path: Path) -> None:
     assert counts["placed SPLICE"] == 0 and counts["placed OLD"] + counts["placed NEW"] > 0
 
 
+def _configured(pytester: pytest.Pytester, arg: str) -> str:
+    """What resolving the settings with ``arg`` gives: "accepted", or the usage error's text."""
+    try:
+        resolve_settings(pytester.parseconfig(arg))
+    except pytest.UsageError as exc:
+        return "usage error: " + str(exc)
+    return "accepted"
+
+
 @pytest.mark.parametrize("value", ["nan", "inf"])
 @pytest.mark.parametrize("flag", [opt.flag for opt in OPTIONS if opt.kind == "float"])
 def test_decimal_options_that_are_no_bound(pytester: pytest.Pytester, flag: str, value: str) -> None:
     started = time.monotonic()
-    try:
-        resolve_settings(pytester.parseconfig(f"{flag}={value}"))
-        outcome = "accepted"
-    except pytest.UsageError as exc:
-        outcome = "usage error: " + str(exc)
+    outcome = _configured(pytester, f"{flag}={value}")
     row(3, f"{flag}={value}", outcome, time.monotonic() - started, "nothing (refused at configure)")
     assert outcome.startswith("usage error")
 
@@ -523,11 +528,7 @@ PLANTED = "Pl4nted-s3cret"
 @pytest.mark.parametrize("flag", ["--cuzk-daemon", "--cuzk-addr", "--cuzk-ab"])
 def test_a_password_in_a_daemon_address(pytester: pytest.Pytester, flag: str) -> None:
     started = time.monotonic()
-    try:
-        resolve_settings(pytester.parseconfig(f"{flag}=http://cuzk:{PLANTED}@127.0.0.1:1"))
-        outcome = "accepted"
-    except pytest.UsageError as exc:
-        outcome = "usage error: " + str(exc)
+    outcome = _configured(pytester, f"{flag}=http://cuzk:{PLANTED}@127.0.0.1:1")
     row(4, f"password in {flag}=http://cuzk:PASSWORD@127.0.0.1:1", outcome, time.monotonic() - started,
         f"leaks: {'message' if PLANTED in outcome else 'none'}")  # fmt: skip
     assert outcome.startswith("usage error") and PLANTED not in outcome
@@ -570,15 +571,7 @@ def test_failed_requests_bodies_are_not_held(
     with channel:
         stub.GetStatus(pb.GetStatusRequest(), timeout=5)
         rss.append(process.memory_info().rss)
-        for n in range(6):
-            request = ref_data.request("porep", request_id=f"garbage-{n}")
-            request.vanilla_proof = bytes([n + 1]) * (100 << 20)
-            stub.SubmitProof(request, timeout=120)
-            answer = stub.AwaitProof(
-                pb.AwaitProofRequest(job_id=request.request_id, timeout_ms=120_000), timeout=130
-            )
-            assert answer.status == pb.AwaitProofResponse.FAILED, answer
-            rss.append(process.memory_info().rss)
+        rss += rss_over_garbage_requests(stub, ref_data, process.pid, count=6, size=100 << 20)
     took = time.monotonic() - started
     code = daemon.stop()
     mib = [r >> 20 for r in rss]

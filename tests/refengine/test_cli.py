@@ -16,7 +16,15 @@ from pathlib import Path
 import grpc
 import psutil
 import pytest
-from engine_support import Daemon, RefData, connect, copy_params, short_socket_dir, write_config
+from engine_support import (
+    Daemon,
+    RefData,
+    connect,
+    copy_params,
+    rss_over_garbage_requests,
+    short_socket_dir,
+    write_config,
+)
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import FAULTS_ENV, ConfigError, Faults, load_config, parse_size
@@ -326,16 +334,7 @@ def test_a_failed_requests_payload_is_dropped_at_once(
     rss = []
     with channel:
         stub.GetStatus(pb.GetStatusRequest(), timeout=5)
-        for n in range(8):
-            request = ref_data.request("porep")
-            request.request_id = f"garbage-{n}"
-            request.vanilla_proof = bytes([n + 1]) * (60 << 20)
-            stub.SubmitProof(request, timeout=120)
-            answer = stub.AwaitProof(
-                pb.AwaitProofRequest(job_id=request.request_id, timeout_ms=120_000), timeout=130
-            )
-            assert answer.status == pb.AwaitProofResponse.FAILED, answer
-            rss.append(process.memory_info().rss)
+        rss += rss_over_garbage_requests(stub, ref_data, process.pid, count=8, size=60 << 20)
     assert daemon.stop() == 0
     grown = rss[-1] - rss[1]
     assert grown < 180 << 20, f"cuzk-ref grew by {grown >> 20} MiB over six more failed 60 MB requests"
