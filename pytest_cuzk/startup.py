@@ -28,20 +28,10 @@ def start_session(config: pytest.Config) -> None:
     check_paths(settings)
     for line in renamed(config):
         config.issue_config_time_warning(pytest.PytestDeprecationWarning(line), stacklevel=2)
-    if settings.daemon == "spawn" and not settings.attach:
-        from pytest_cuzk.backends.choice import spawn_binary
+    from pytest_cuzk.backends.choice import check
 
-        with as_usage_error():
-            spawn_binary(settings)
-    if "ref" in (settings.daemon, settings.ab):
-        from pytest_cuzk.backends.choice import baseline_settings
-        from pytest_cuzk.backends.reference import ref_preset
-
-        refs = [settings] if settings.daemon == "ref" else []
-        refs += [baseline_settings(settings)] if settings.ab == "ref" else []
-        with as_usage_error():  # a preset in two places that disagree, or an unknown one
-            for ref in refs:
-                ref_preset(ref)
+    with as_usage_error():  # a daemon's mistake (no binary, a preset that disagrees) is one line
+        check(settings)
     no_paths = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
     if config.option.cuzk_daemon is not None:
         from pytest_cuzk.run.selection import CollectionCheck

@@ -9,7 +9,6 @@ This is the built-in ``pytest_cuzk_make_backends``; another plugin can answer fi
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from ..wire.addresses import label_from_address, parse_address
 from .protocol import DaemonBackend, Mode
 from .workspace import Workspace
 
-__all__ = ["AB_LABEL", "DaemonChoice", "choose", "find_binary", "spawn_binary"]
+__all__ = ["AB_LABEL", "DaemonChoice", "check", "choose"]
 
 LOCAL_LABEL = "local"
 AB_LABEL = "baseline"  # the --cuzk-ab daemon's label: test ids and backends keep naming the candidate
@@ -50,27 +49,6 @@ class DaemonChoice:
     def every(self) -> tuple[DaemonBackend, ...]:
         """Every daemon of the run, the A/B baseline too: what is stopped at its end."""
         return self.backends + ((self.baseline,) if self.baseline is not None else ())
-
-
-def find_binary(explicit: Path | None) -> Path | None:
-    """The cuzk binary to spawn: the explicit one, else ``cuzk-daemon`` or ``cuzk`` on PATH."""
-    if explicit:
-        return explicit
-    for name in ("cuzk-daemon", "cuzk"):
-        found = shutil.which(name)
-        if found:
-            return Path(found)
-    return None
-
-
-def spawn_binary(settings: Settings) -> Path:
-    """The binary ``--cuzk-daemon=spawn`` starts; checked at configure time, so a missing one is one line."""
-    found = find_binary(settings.binary)
-    if not found:
-        raise CuzkError(
-            "--cuzk-daemon=spawn needs a cuzk binary: pass --cuzk-binary PATH or put cuzk-daemon on PATH"
-        )
-    return found
 
 
 def _listens(address: str, timeout_s: float) -> bool:
@@ -118,6 +96,24 @@ def _attachable(address: str, timeout_s: float) -> bool:
     return True
 
 
+def check(settings: Settings) -> None:
+    """What each daemon the run starts needs of the settings, checked by its class at configure time.
+
+    A missing binary or a preset in two places that disagree is one line then, not a failed session.
+    """
+    from .reference import ReferenceEngine
+    from .spawned import SpawnedCuzk
+
+    kinds: dict[str, type[SpawnedCuzk] | type[ReferenceEngine]] = {
+        "spawn": SpawnedCuzk,
+        "ref": ReferenceEngine,
+    }
+    sides = [settings] + ([baseline_settings(settings)] if settings.ab is not None else [])
+    for side in sides:
+        if not side.attach and side.daemon in kinds:
+            kinds[side.daemon].check_settings(side)
+
+
 def choose(settings: Settings, workspace: Workspace) -> DaemonChoice:
     """Resolve ``--cuzk-daemon`` into backends, and ``--cuzk-ab`` into the baseline beside them."""
     choice = _candidates(settings, workspace)
@@ -137,6 +133,8 @@ def baseline_settings(s: Settings) -> Settings:
 
 
 def _candidates(settings: Settings, workspace: Workspace) -> DaemonChoice:
+    from .spawned import find_binary, spawn_binary
+
     s = settings
     if s.attach:
         return _attached(s, s.attach, "addresses given with --cuzk-daemon")

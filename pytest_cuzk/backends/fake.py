@@ -214,6 +214,9 @@ class FakeProfile:
     def preset(self) -> str | None:
         return None
 
+    def default_param_cache(self) -> Path | None:
+        return None
+
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
         return None
 

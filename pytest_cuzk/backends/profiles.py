@@ -97,6 +97,9 @@ class CuzkProfile:
     def preset(self) -> str | None:
         return None
 
+    def default_param_cache(self) -> Path | None:
+        return None
+
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
         return known_issue(CUZK_KNOWN_ISSUES, kind, batch_size, errors)
 

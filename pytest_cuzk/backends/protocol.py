@@ -144,6 +144,9 @@ class EngineProfile(Protocol):
     def preset(self) -> str | None:
         """The reference engine's circuit-size preset; None for a real cuzk."""
 
+    def default_param_cache(self) -> Path | None:
+        """The param cache the engine says it uses when none is configured; None where it says nothing."""
+
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
         """Why these failures are a known bug of the engine (the case is expected to fail); else None."""
 

@@ -106,6 +106,9 @@ class RefProfile:
     def preset(self) -> str | None:
         return self._preset
 
+    def default_param_cache(self) -> Path | None:
+        return self.param_cache
+
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
         """Behaving as cuzk it has cuzk's bugs; the protocol personality has none."""
         if self.behave == "protocol":
@@ -142,6 +145,11 @@ class ReferenceEngine(SpawnedDaemon):
     mode: Mode = "ref"
     lowmem_by_default = False  # it needs no low-memory warm-up unless asked (--cuzk-lowmem-warmup=on)
     prover: str | None = None  # which prover the running engine chose (gpu:NAME or cpu), once it answered
+
+    @staticmethod
+    def check_settings(settings: Settings) -> None:
+        """Its preset: in two places that disagree, or unknown, is one line at configure time."""
+        ref_preset(settings)
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "pytest_cuzk.refengine.cli"]

@@ -14,6 +14,7 @@ its own default (cuzk's ``/data/zk/params``, or what a cuzk-ref reports).
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -33,7 +34,15 @@ from .profiles import CuzkProfile, detect_profile
 from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare
 from .workspace import Workspace
 
-__all__ = ["CUZK_PARAM_CACHE", "LOWMEM_OVERRIDES", "MAX_RESTARTS", "SpawnedCuzk", "SpawnedDaemon"]
+__all__ = [
+    "CUZK_PARAM_CACHE",
+    "LOWMEM_OVERRIDES",
+    "MAX_RESTARTS",
+    "SpawnedCuzk",
+    "SpawnedDaemon",
+    "find_binary",
+    "spawn_binary",
+]
 
 MAX_RESTARTS = 3
 CUZK_PARAM_CACHE = Path("/data/zk/params")  # cuzk's srs.param_cache default
@@ -43,6 +52,27 @@ LOWMEM_OVERRIDES: dict[str, dict[str, Any]] = {
     "pipeline": {"synthesis_concurrency": 1, "max_parallel_synthesis": 1},
     "gpus": {"gpu_workers_per_device": 1},
 }
+
+
+def find_binary(explicit: Path | None) -> Path | None:
+    """The cuzk binary to spawn: the explicit one, else ``cuzk-daemon`` or ``cuzk`` on PATH."""
+    if explicit:
+        return explicit
+    for name in ("cuzk-daemon", "cuzk"):
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    return None
+
+
+def spawn_binary(settings: Settings) -> Path:
+    """The binary ``--cuzk-daemon=spawn`` starts (``--cuzk-binary``, else cuzk on PATH)."""
+    found = find_binary(settings.binary)
+    if not found:
+        raise CuzkError(
+            "--cuzk-daemon=spawn needs a cuzk binary: pass --cuzk-binary PATH or put cuzk-daemon on PATH"
+        )
+    return found
 
 
 class SpawnedDaemon:
@@ -65,6 +95,10 @@ class SpawnedDaemon:
         self.batch_size: int | None = None
 
     # --- what differs per engine ------------------------------------------------------------------
+    @staticmethod
+    def check_settings(settings: Settings) -> None:
+        """What this engine needs of the settings, checked at configure time (``choice.check``)."""
+
     def argv(self) -> list[str]:
         raise NotImplementedError
 
@@ -234,6 +268,11 @@ class SpawnedCuzk(SpawnedDaemon):
 
     mode: Mode = "spawn"
 
+    @staticmethod
+    def check_settings(settings: Settings) -> None:
+        """A binary to start: a missing one is one line at configure time."""
+        spawn_binary(settings)
+
     def __init__(self, label: str, settings: Settings, workspace: Workspace, binary: Path) -> None:
         super().__init__(label, settings, workspace)
         self.binary = binary
@@ -243,12 +282,10 @@ class SpawnedCuzk(SpawnedDaemon):
         return [str(self.binary)]
 
     def given_param_cache(self) -> Path | None:
-        """What the user named, else the cache a cuzk-ref reported as its default."""
-        from .reference import RefProfile
-
+        """What the user named, else the cache the engine reported as its default (cuzk-ref does)."""
         given = super().given_param_cache()
-        if given is None and isinstance(self._engine, RefProfile):
-            return self._engine.param_cache
+        if given is None and self._engine is not None:
+            return self._engine.default_param_cache()
         return given
 
     def profile(self) -> EngineProfile:
