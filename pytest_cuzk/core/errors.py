@@ -239,14 +239,18 @@ class DataDirUnwritable(CuzkError):
 
     def __init__(self, path: object, error: OSError) -> None:
         self.path = path
+        writable = "make it writable, or pass --cuzk-data-dir DIR (a directory you can write)"
         if error.errno in (errno.ENOSPC, errno.EDQUOT):
             fix = "free space on that disk, or pass --cuzk-data-dir DIR on one with room"
-        elif error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            fix = "make it writable, or pass --cuzk-data-dir DIR (a directory you can write)"
-        else:
-            fix = "check that directory, or pass --cuzk-data-dir DIR"
+            verb = "cannot write"
+        elif error.errno == errno.EROFS:
+            verb, fix = "cannot write", writable
+        elif error.errno in (errno.EACCES, errno.EPERM):  # a file may be unreadable as well as unwritable
+            verb, fix = "cannot read or write", writable
+        else:  # an I/O error, a directory where a file should be: what the kernel said, not a guess
+            verb, fix = "cannot use", "check that directory, or pass --cuzk-data-dir DIR"
         why = os.strerror(error.errno) if error.errno else str(error)
-        super().__init__(f"cannot write {path}: {why}; {fix}")
+        super().__init__(f"{verb} {path}: {why}; {fix}")
 
 
 class ManifestError(CuzkError, ValueError):

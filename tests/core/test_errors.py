@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import os
+
 import grpc
 import pytest
 
 from pytest_cuzk.core.errors import (
     CuzkError,
+    DataDirUnwritable,
     MessageTooLarge,
     NotFound,
     ProofFailed,
@@ -108,3 +112,18 @@ def test_proof_structure_error_names_partition_and_point(args: tuple, text: str)
     err = ProofStructureError(*args)
     assert str(err) == text
     assert isinstance(err, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        (errno.ENOSPC, "cannot write /c/f: No space left on device; free space on that disk"),
+        (errno.EROFS, "cannot write /c/f: Read-only file system; make it writable"),
+        (errno.EACCES, "cannot read or write /c/f: Permission denied; make it writable"),
+        (errno.EIO, "cannot use /c/f: Input/output error; check that directory"),
+    ],
+)
+def test_an_unusable_cache_file_is_worded_by_what_the_kernel_said(code: int, said: str) -> None:
+    # Permission errors cannot be made for real as root (the tests' CI user): the wording is checked here.
+    message = str(DataDirUnwritable("/c/f", OSError(code, os.strerror(code))))
+    assert message.startswith(said), message

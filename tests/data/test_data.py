@@ -728,3 +728,17 @@ def test_a_cache_that_cannot_be_written_names_the_file_fails_at_once_and_leaves_
         )
         assert server.count("/c1.json") == 1, "a full disk is not retried"
         assert left == ["c1.json.lock"], "no partial download is left"
+
+
+def test_a_cache_file_that_is_a_directory_is_named_as_unusable_not_unwritable(tmp_path, server):
+    """Not every OSError of the cache is a full or read-only disk: the message says what the kernel said."""
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    cache = tmp_path / "cache"
+    (cache / "c1.json.lock").mkdir(parents=True)
+    with pytest.raises(DataDirUnwritable) as info:
+        DataStore(cache, progress=lambda *a: None).ensure(manifest.entries["porep"][0], manifest)
+    assert str(info.value) == (
+        f"cannot use {cache / 'c1.json.lock'}: Is a directory; "
+        "check that directory, or pass --cuzk-data-dir DIR"
+    )
+    assert server.count("/c1.json") == 0, "nothing is downloaded into a cache that cannot be used"
