@@ -15,7 +15,10 @@ Knobs (environment): ``CUZK_AB_BENCH_RUNS`` runs per condition; ``CUZK_AB_BENCH_
 kind; ``CUZK_AB_BENCH_PROVER=cpu`` keeps both daemons on the CPU prover where a GPU would be used
 (``[gpus] devices = []``); ``CUZK_AB_BENCH_SLOTS=N`` splits a large host's CPUs into N equal slots
 and runs N comparisons at once, each pinned to its slot with one of the slot's cores kept busy, so
-that 8 slots of a 16-core host are 8 busy 2-core runners sharing one memory system.
+that 8 slots of a 16-core host are 8 busy 2-core runners sharing one memory system;
+``CUZK_AB_BENCH_THREADS=N`` gives both daemons ``[synthesis] threads = N``: the CPU prover's MSM
+threads are what makes its proofs vary (on a quiet 2-core slot of the H200 host, per-proof CV 1-3%
+with one thread, 10-28% with two), so one thread trades speed for a steadier comparison.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ RUNS = int(os.environ.get("CUZK_AB_BENCH_RUNS", "10"))
 KIND = os.environ.get("CUZK_AB_BENCH_KIND", "porep")
 CPU_PROVER = os.environ.get("CUZK_AB_BENCH_PROVER", "") == "cpu"
 SLOTS = int(os.environ.get("CUZK_AB_BENCH_SLOTS", "1"))
+THREADS = int(os.environ.get("CUZK_AB_BENCH_THREADS", "0"))  # 0: the engine's default
 CASE = ("-k", f"test_prove and {KIND}-batch1-j1")
 GATE = "--cuzk-compare-fail=throughput:5%"
 FACTORS = (1.15, 1.10)
@@ -64,6 +68,7 @@ def _busy(cpus: set[int]) -> subprocess.Popen[bytes]:
 
 def _config(tmp: Path, name: str, factor: float | None = None) -> Path:
     text = "[gpus]\ndevices = []\n" if CPU_PROVER else ""
+    text += f"[synthesis]\nthreads = {THREADS}\n" if THREADS else ""
     if factor is not None:
         text += f"[ref.faults]\nslow_factor = {factor}\n"
     path = tmp / f"{name}.toml"
