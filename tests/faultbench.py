@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+from support import c1_wrapper
+
+OLD, NEW = c1_wrapper(1, 600_000), c1_wrapper(2, 700_000)  # two versions of one upstream file
 
 
 def row(fault: int, case: str, outcome: str, took: float, left: str) -> None:
