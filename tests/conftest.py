@@ -36,6 +36,9 @@ HERE = Path(__file__).resolve().parent
 # unless -m or a path inside them asks; `-m "e2e or packaging"` runs them (.ci/run runs both tiers).
 FOLDER_MARKS = {"e2e": "e2e", "packaging": "packaging", "gpu": "gpu"}
 SYSTEM_TIERS = ("e2e", "packaging")
+# Folders whose tests take seconds each (real proofs, in-process plugin runs) run first: what is
+# left at the end, when the workers even out their queues, are tests of milliseconds.
+LONG_FIRST = ("refengine", "plugin")
 # An in-process pytest run (pytester) is a user's run made under this run's warning filters, which
 # make every warning an error: there the plugin's CuzkWarnings are its report, shown as in a user's
 # run. Any other warning, an unclosed pipe or socket of the plugin's, still fails the inner run.
@@ -46,9 +49,19 @@ USERS_RUN_WARNINGS = pytest.mark.filterwarnings("default::pytest_cuzk.core.error
 OUR_TESTS_WARNINGS = pytest.mark.filterwarnings("error")
 
 
+def _folder(item: pytest.Item) -> str:
+    return item.path.relative_to(HERE).parts[0] if HERE in item.path.parents else ""
+
+
+def _long_first(item: pytest.Item) -> int:
+    folder = _folder(item)
+    return LONG_FIRST.index(folder) if folder in LONG_FIRST else len(LONG_FIRST)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_long_first)  # stable: a module's tests stay together, so its fixtures are set up once
     for item in items:
-        folder = item.path.relative_to(HERE).parts[0] if HERE in item.path.parents else ""
+        folder = _folder(item)
         if folder in FOLDER_MARKS:
             item.add_marker(FOLDER_MARKS[folder])
         if HERE in item.path.parents:
@@ -68,6 +81,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if any(left_out):
         config.hook.pytest_deselected(items=[item for item, out in zip(items, left_out, strict=True) if out])
         items[:] = [item for item, out in zip(items, left_out, strict=True) if not out]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n 2`` shares these tests out by work stealing (another ``--dist`` is the run's own choice).
+
+    With xdist's default (``load``) a worker busy with slow tests gets no more until its queue is
+    short, and one chunk of proving tests handed out too early kept one worker busy for tens of
+    seconds after the other had run out. Work stealing splits the tests in two and lets a worker
+    that runs out take half of the other's queue.
+    """
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

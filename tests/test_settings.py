@@ -197,7 +197,7 @@ def test_a_percentage_is_refused_unless_finite(pytester, value):
 
 
 def test_a_nan_timeout_stops_a_real_run_before_any_daemon_starts(pytester):
-    result = pytester.runpytest_subprocess("--cuzk-daemon=ref", "--cuzk-start-timeout=nan", timeout=60)
+    result = pytester.runpytest("--cuzk-daemon=ref", "--cuzk-start-timeout=nan")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*Invalid number 'nan' from option --cuzk-start-timeout: must be a finite*"])
 

@@ -108,14 +108,12 @@ def _config(tmp_path: Path, text: str) -> str:
     return f"--cuzk-config={path}"
 
 
-def test_only_a_pce_written_since_the_start_counts_for_cuzk(
-    inner, tmp_path: Path, shared_cache: Path
-) -> None:
+def test_only_a_pce_written_since_the_start_counts_for_cuzk(inner, tmp_path: Path, ref_params: Path) -> None:
     """The param cache holds a complete PCE from an earlier run, but the daemon cannot write a new one."""
     winning = KINDS["winning"]
     manifest = generate(tmp_path / "data")
     with tmpfs(tmp_path / "cache") as cache:
-        copy_params(tmp_path / "keys", cache, winning.circuit_id)
+        copy_params(ref_params, cache, winning.circuit_id)  # the session's keys: no setup of its own
         (cache / winning.pce_file).write_bytes(b"PCE\x02" + b"\0" * 60)  # complete and stable, but stale
         fill(cache)
         result = inner(

@@ -122,9 +122,10 @@ def test_a_binary_that_cannot_start_says_so_and_never_prints_the_environment(pyt
         "-k",
         "winning or wpost",
         "--cuzk-batch-sizes=1",
+        "--import-mode=importlib",  # the inner test_prove must not collide with the suite's module
         ".",
     ]
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=60)
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines([f"*cannot start {binary}: No such file or directory*"])
     out = result.stdout.str() + result.stderr.str()

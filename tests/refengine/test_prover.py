@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from engine_support import set_fields
+from engine_support import copy_params, set_fields
 
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
@@ -28,8 +28,15 @@ def data(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("params")
+def cache(tmp_path_factory, ref_params):
+    """A cache of its own, for the PCE files this module watches appear, with the session's keys.
+
+    The trusted setups are the session's (once per test run), not this module's own.
+    """
+    out = tmp_path_factory.mktemp("params")
+    for kind in KINDS.values():
+        copy_params(ref_params, out, kind.circuit_id)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +61,7 @@ def prove(prover, req, name):
 
 @pytest.fixture(scope="module")
 def proofs(prover, data):
-    """One proof per kind (the first: setup and PCE extraction) then a second one (PCE path)."""
+    """One proof per kind (the first: PCE extraction) then a second one (PCE path)."""
     out = {}
     for name in KINDS:
         req = request_for(data, name)
