@@ -219,3 +219,27 @@ def fill(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def wait_until_running(
+    stub: pb_grpc.ProvingEngineStub, status_name: str, jobs: int, timeout: float = 10.0
+) -> None:
+    """Poll GetStatus until ``jobs`` jobs of that kind are in progress."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queues = {q.proof_kind: q for q in stub.GetStatus(pb.GetStatusRequest()).queues}
+        if queues[status_name].in_progress >= jobs:
+            return
+        time.sleep(0.01)
+    pytest.fail(f"fewer than {jobs} {status_name} jobs started within {timeout} s")
+
+
+def wait_until_none_queued(stub: pb_grpc.ProvingEngineStub, status_name: str, timeout: float = 10.0) -> None:
+    """Poll GetStatus until no job of that kind waits in the queue (cuzk lists a kind only then)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queues = {q.proof_kind: q for q in stub.GetStatus(pb.GetStatusRequest()).queues}
+        if status_name not in queues or queues[status_name].pending == 0:
+            return
+        time.sleep(0.01)
+    pytest.fail(f"{status_name} jobs still queued after {timeout} s")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from engine_support import RefData, Running
+from engine_support import RefData, Running, wait_until_none_queued
 from test_server import nvml_gpu_count as gpus_here
 
 from pytest_cuzk.proto import pb, pb_grpc
@@ -27,6 +27,8 @@ def test_await_ignores_timeout_ms_and_cancel_and_evict_do_nothing(
     stub = start_engine(faults=Faults(hang_at_proof=1)).stub
     job = stub.SubmitProof(ref_data.request("winning", request_id="hung")).job_id
     stub.SubmitProof(ref_data.request("winning", request_id="synthesised"))  # waits for the prove worker
+    # Both taken from the queue before the third comes (a fresh key cache makes the first job slow).
+    wait_until_none_queued(stub, "winning-post", timeout=120)
     queued = stub.SubmitProof(ref_data.request("winning", request_id="queued")).job_id
     t0 = time.monotonic()
     with pytest.raises(grpc.RpcError) as info:  # only the client's deadline ends the wait

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from engine_support import RefData, Running
+from engine_support import RefData, Running, wait_until_running
 
-from pytest_cuzk.proto import pb, pb_grpc
+from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import FAULTS_ENV, ConfigError, parse_config
 from pytest_cuzk.refengine.verify import verify_proof
 from pytest_cuzk.wire.kinds import KINDS
 
 Status = pb.AwaitProofResponse
-
-
-def wait_until_running(
-    stub: pb_grpc.ProvingEngineStub, status_name: str, jobs: int, timeout: float = 10.0
-) -> None:
-    """Poll GetStatus until ``jobs`` jobs of that kind are in progress."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        queues = {q.proof_kind: q for q in stub.GetStatus(pb.GetStatusRequest()).queues}
-        if queues[status_name].in_progress >= jobs:
-            return
-        time.sleep(0.01)
-    pytest.fail(f"fewer than {jobs} {status_name} jobs started within {timeout} s")
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
