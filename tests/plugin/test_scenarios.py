@@ -88,10 +88,10 @@ def test_a_bound_the_daemon_cannot_hold_fails_the_scenario_naming_it(fake_run, s
 
 def test_a_daemon_that_dies_mid_scenario_fails_it_by_name(fake_run):
     args = ("-k", "test_server and winning", *BOUNDED, "--cuzk-skip-warmup")
-    result, _ = fake_run(FILES, *args, behaviour=QUICK, die_after=10)
+    result, _ = fake_run(FILES, *args, behaviour=QUICK, die_after=5)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*daemon died during a wave of * winning proofs (jobs *): fake daemon stopped after 10 proofs*"]
+        ["*daemon died during a wave of * winning proofs (jobs *): fake daemon stopped after 5 proofs*"]
     )
 
 
