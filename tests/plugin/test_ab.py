@@ -11,7 +11,7 @@ from pytest_cuzk.backends.fake import FakeBehaviour
 
 AB = (
     "-k", "winning", "--cuzk-batch-sizes=1", "--cuzk-ab=ref", "--cuzk-ab-seed=7",
-    "--cuzk-proofs=8", "--cuzk-max-proofs=200", "--cuzk-window=0.001", "--cuzk-case-budget=2",
+    "--cuzk-proofs=8", "--cuzk-max-proofs=200", "--cuzk-window=0.001", "--cuzk-case-budget=1",
 )  # fmt: skip
 GATE = "--cuzk-compare-fail=throughput:5%"
 
