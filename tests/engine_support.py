@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,25 +221,32 @@ def fill(directory: Path) -> None:
         os.close(fd)
 
 
+def _wait_for_queue(
+    stub: pb_grpc.ProvingEngineStub,
+    status_name: str,
+    holds: Callable[[pb.QueueStatus | None], bool],
+    timeout: float,
+    failure: str,
+) -> None:
+    """Poll GetStatus until ``holds`` the kind's queue (None where GetStatus lists none), else fail."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queues = {q.proof_kind: q for q in stub.GetStatus(pb.GetStatusRequest()).queues}
+        if holds(queues.get(status_name)):
+            return
+        time.sleep(0.01)
+    pytest.fail(failure)
+
+
 def wait_until_running(
     stub: pb_grpc.ProvingEngineStub, status_name: str, jobs: int, timeout: float = 10.0
 ) -> None:
     """Poll GetStatus until ``jobs`` jobs of that kind are in progress."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        queues = {q.proof_kind: q for q in stub.GetStatus(pb.GetStatusRequest()).queues}
-        if queues[status_name].in_progress >= jobs:
-            return
-        time.sleep(0.01)
-    pytest.fail(f"fewer than {jobs} {status_name} jobs started within {timeout} s")
+    failure = f"fewer than {jobs} {status_name} jobs started within {timeout} s"
+    _wait_for_queue(stub, status_name, lambda q: q is not None and q.in_progress >= jobs, timeout, failure)
 
 
 def wait_until_none_queued(stub: pb_grpc.ProvingEngineStub, status_name: str, timeout: float = 10.0) -> None:
     """Poll GetStatus until no job of that kind waits in the queue (cuzk lists a kind only then)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        queues = {q.proof_kind: q for q in stub.GetStatus(pb.GetStatusRequest()).queues}
-        if status_name not in queues or queues[status_name].pending == 0:
-            return
-        time.sleep(0.01)
-    pytest.fail(f"{status_name} jobs still queued after {timeout} s")
+    failure = f"{status_name} jobs still queued after {timeout} s"
+    _wait_for_queue(stub, status_name, lambda q: q is None or q.pending == 0, timeout, failure)

@@ -20,12 +20,14 @@ from pathlib import Path
 import psutil
 from support import c1_wrapper
 
+from pytest_cuzk.core.outcome import first_line
+
 OLD, NEW = c1_wrapper(1, 600_000), c1_wrapper(2, 700_000)  # two versions of one upstream file
 
 
 def row(fault: int, case: str, outcome: str, took: float, left: str) -> None:
     """Print one case's row: ``fault N | case | outcome | seconds | left: ...``."""
-    first = next((line.strip() for line in outcome.splitlines() if line.strip()), "(no output)")
+    first = first_line(outcome, "(no output)")
     print(f"\nfault {fault:>2} | {case} | {first[:150]} | {took:6.2f} s | left: {left}")
 
 

@@ -102,12 +102,9 @@ def check(settings: Settings) -> None:
     A missing binary or a preset in two places that disagree is one line then, not a failed session.
     """
     from .reference import ReferenceEngine
-    from .spawned import SpawnedCuzk
+    from .spawned import SpawnedCuzk, SpawnedDaemon
 
-    kinds: dict[str, type[SpawnedCuzk] | type[ReferenceEngine]] = {
-        "spawn": SpawnedCuzk,
-        "ref": ReferenceEngine,
-    }
+    kinds: dict[str, type[SpawnedDaemon]] = {"spawn": SpawnedCuzk, "ref": ReferenceEngine}
     sides = [settings] + ([baseline_settings(settings)] if settings.ab is not None else [])
     for side in sides:
         if not side.attach and side.daemon in kinds:
