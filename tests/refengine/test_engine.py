@@ -93,6 +93,17 @@ def test_two_requests_form_one_batch(
     assert results[0].queue_wait_ms < 10_000  # the full batch flushed at once, not on the timer
 
 
+def test_partial_batch_flushes_when_another_kind_arrives(
+    start_engine: Callable[..., Running], ref_data: RefData
+) -> None:
+    running = start_engine(max_batch_size=4, max_batch_wait_ms=60_000)
+    running.stub.SubmitProof(ref_data.request("snap", request_id="alone"))
+    winning = running.stub.Prove(pb.ProveRequest(submit=ref_data.request("winning"))).result
+    snap = running.stub.AwaitProof(pb.AwaitProofRequest(job_id="alone"))
+    assert (snap.status, winning.status) == (Status.COMPLETED, Status.COMPLETED)
+    assert snap.queue_wait_ms < 60_000
+
+
 @pytest.mark.parametrize("pipelined", [True, False], ids=["pipelined", "sequential"])
 def test_pipeline_overlaps_synthesis_of_the_next_proof_with_proving(
     pipelined: bool, start_engine: Callable[..., Running], ref_data: RefData
