@@ -46,6 +46,7 @@ from .protocol import (
 __all__ = ["FakeBehaviour", "FakeDaemon", "FakeProfile", "fake_proof"]
 
 Status = pb.AwaitProofResponse
+STOP_WAIT_S = 5.0  # how long a restart waits for the stopped server to let go of the socket path
 
 
 @dataclass
@@ -247,6 +248,7 @@ class FakeDaemon:
         self.frozen = False  # like a SIGSTOPped daemon: nothing answers, nothing dies
         self.starts: list[int] = []  # batch size of each start
         self._server: grpc.Server | None = None
+        self._stopped: threading.Event | None = None  # set once a stopped server has let go of its socket
         self._batch: int | None = None
         self._counting = threading.Lock()  # proofs finish on the server's threads
 
@@ -281,6 +283,8 @@ class FakeDaemon:
         if self._server is not None and self._batch == batch_size:
             return
         self.stop()
+        if self._stopped is not None:  # else the old server's shutdown may unlink the new one's socket
+            self._stopped.wait(STOP_WAIT_S)
         server = grpc.server(futures.ThreadPoolExecutor(32, thread_name_prefix="fake-daemon"))
         pb_grpc.add_ProvingEngineServicer_to_server(_Engine(self), server)  # type: ignore[no-untyped-call]
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -339,4 +343,4 @@ class FakeDaemon:
     def stop(self) -> None:
         server, self._server = self._server, None  # gone from the moment its socket may close
         if server is not None:
-            server.stop(0)
+            self._stopped = server.stop(0)  # not waited for here: a proof's own handler may be stopping it
