@@ -35,16 +35,16 @@ def inv(x: int) -> int:
     return pow(x, -1, R)
 
 
-def batch_inverse(xs: list[int]) -> list[int]:
-    """Invert many non-zero elements with one exponentiation (Montgomery's trick)."""
+def batch_inverse(xs: list[int], modulus: int = R) -> list[int]:
+    """Invert many non-zero elements mod ``modulus`` (Fr by default) with one inversion (Montgomery)."""
     prefix = [1] * (len(xs) + 1)
     for i, x in enumerate(xs):
-        prefix[i + 1] = prefix[i] * x % R
-    acc = inv(prefix[-1])
+        prefix[i + 1] = prefix[i] * x % modulus
+    acc = pow(prefix[-1], -1, modulus)
     out = [0] * len(xs)
     for i in range(len(xs) - 1, -1, -1):
-        out[i] = acc * prefix[i] % R
-        acc = acc * xs[i] % R
+        out[i] = acc * prefix[i] % modulus
+        acc = acc * xs[i] % modulus
     return out
 
 
