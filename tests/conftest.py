@@ -8,8 +8,10 @@ need, and reused by every engine and inner run. Test data comes from ``gendata``
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -128,6 +130,14 @@ def ref_params(shared_cache: Path) -> Path:
     params = shared_cache / "ref-params-default"
     params.mkdir(exist_ok=True)
     return params
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    """A short private directory for unix sockets (paths are limited to 107 bytes), removed after."""
+    path = Path(tempfile.mkdtemp(prefix="cuzkref-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import queue
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -59,11 +58,6 @@ def set_fields(req: Any, **fields: Any) -> None:
             req.vanilla_proofs.extend(value)
         else:
             setattr(req, name, value)
-
-
-def short_socket_dir() -> Path:
-    """A short private directory for unix sockets (paths are limited to 107 bytes)."""
-    return Path(tempfile.mkdtemp(prefix="cuzkref-", dir="/tmp"))
 
 
 @dataclass

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from engine_support import Daemon, RefData, short_socket_dir, write_config
+from engine_support import Daemon, RefData, write_config
 from fuzzing import fuzz
 
 from pytest_cuzk.wire.kinds import KINDS
@@ -22,11 +22,16 @@ ROUNDS, PER_ROUND, ROUND_SECONDS = 4, 5_000, 60.0
 
 @pytest.mark.parametrize("behave", ["protocol", "cuzk"])
 def test_twenty_thousand_malformed_requests_crash_nothing(
-    behave: str, spawn: Callable[..., Daemon], ref_data: RefData, ref_params: Path, tmp_path: Path
+    behave: str,
+    spawn: Callable[..., Daemon],
+    ref_data: RefData,
+    ref_params: Path,
+    tmp_path: Path,
+    socket_dir: Path,
 ) -> None:
     text = f'[srs]\nparam_cache = "{ref_params}"\n[ref]\nbehave = "{behave}"\n'
     config = write_config(tmp_path / "ref.toml", text)
-    address = f"unix://{short_socket_dir() / 'cuzk.sock'}"
+    address = f"unix://{socket_dir / 'cuzk.sock'}"
     daemon = spawn("-c", str(config), "-l", address)
     daemon.wait_ready()
     valid = {k: ref_data.request(k) for k in KINDS}

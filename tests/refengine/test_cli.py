@@ -22,7 +22,6 @@ from engine_support import (
     connect,
     copy_params,
     rss_over_garbage_requests,
-    short_socket_dir,
     write_config,
 )
 
@@ -146,9 +145,9 @@ def test_protocol_ready_line_comes_after_the_bind_and_signals_stop_cleanly(
 
 
 def test_unix_listen_flag_overrides_the_config(
-    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, socket_dir: Path
 ) -> None:
-    path = short_socket_dir() / "cuzk.sock"
+    path = socket_dir / "cuzk.sock"
     daemon = spawn("-c", str(daemon_config(tmp_path, ref_params)), "-l", f"unix://{path}")
     assert daemon.wait_ready() == f"unix://{path}"
     channel, stub = connect(f"unix://{path}")
@@ -158,9 +157,9 @@ def test_unix_listen_flag_overrides_the_config(
 
 
 def test_cuzk_sigint_stops_the_workers_not_the_server_and_sigterm_kills(
-    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
+    spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData, socket_dir: Path
 ) -> None:
-    path = short_socket_dir() / "cuzk.sock"
+    path = socket_dir / "cuzk.sock"
     daemon = spawn("-c", str(daemon_config(tmp_path, ref_params, behave="cuzk")), "-l", f"unix://{path}")
     assert daemon.wait_ready() == f"unix://{path}"
     channel, stub = connect(f"unix://{path}")
@@ -216,14 +215,19 @@ def test_startup_errors_exit_1_with_the_reason(
 
 @pytest.mark.parametrize("behave", ["protocol", "cuzk"])
 def test_pce_written_by_one_daemon_is_used_by_the_next_unless_behaving_as_cuzk(
-    behave: str, spawn: Callable[..., Daemon], tmp_path: Path, ref_params: Path, ref_data: RefData
+    behave: str,
+    spawn: Callable[..., Daemon],
+    tmp_path: Path,
+    ref_params: Path,
+    ref_data: RefData,
+    socket_dir: Path,
 ) -> None:
     cache = tmp_path / "cache"
     copy_params(ref_params, cache, KINDS["wpost"].circuit_id)
     pce = cache / KINDS["wpost"].pce_file
     written = []
-    for used in ("no", "yes" if behave == "protocol" else "no"):
-        listen = "127.0.0.1:0" if behave == "protocol" else f"unix://{short_socket_dir() / 'cuzk.sock'}"
+    for i, used in enumerate(("no", "yes" if behave == "protocol" else "no")):
+        listen = "127.0.0.1:0" if behave == "protocol" else f"unix://{socket_dir / f'cuzk{i}.sock'}"
         daemon = spawn("-c", str(daemon_config(tmp_path, cache, behave=behave)), "-l", listen)
         channel, stub = connect(daemon.wait_ready())
         with channel:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from engine_support import Daemon, RefData, connect, short_socket_dir, write_config
+from engine_support import Daemon, RefData, connect, write_config
 from fuzzing import fuzz
 
 from pytest_cuzk.daemon.proofcheck import check_proof
@@ -14,10 +14,10 @@ from pytest_cuzk.wire.kinds import KINDS
 
 
 def test_fuzzed_requests_get_clean_errors_and_the_daemon_keeps_proving(
-    spawn: Callable[..., Daemon], ref_data: RefData, ref_params: Path, tmp_path: Path
+    spawn: Callable[..., Daemon], ref_data: RefData, ref_params: Path, tmp_path: Path, socket_dir: Path
 ) -> None:
     config = write_config(tmp_path / "ref.toml", f'[srs]\nparam_cache = "{ref_params}"\n')
-    address = f"unix://{short_socket_dir() / 'cuzk.sock'}"
+    address = f"unix://{socket_dir / 'cuzk.sock'}"
     daemon = spawn("-c", str(config), "-l", address)
     daemon.wait_ready()
     report = fuzz(address, daemon.proc.pid, {k: ref_data.request(k) for k in KINDS}, count=150, seconds=15)

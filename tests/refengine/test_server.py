@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 import requests
-from engine_support import RefData, Running, short_socket_dir
+from engine_support import RefData, Running
 from prometheus_client.parser import text_string_to_metric_families
 
 from pytest_cuzk.proto import pb
@@ -38,9 +38,9 @@ def test_hostnames_and_malformed_addresses_are_rejected(listen: str) -> None:
 
 
 def test_unix_socket_replaces_a_stale_socket_and_proves(
-    start_engine: Callable[..., Running], ref_data: RefData
+    start_engine: Callable[..., Running], ref_data: RefData, socket_dir: Path
 ) -> None:
-    path = short_socket_dir() / "run" / "cuzk.sock"
+    path = socket_dir / "run" / "cuzk.sock"
     path.parent.mkdir()
     stale = socket.socket(socket.AF_UNIX)
     stale.bind(str(path))
