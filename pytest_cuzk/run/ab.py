@@ -16,7 +16,9 @@ After at least ``PRECISE_WINDOWS`` pairs the pair stops once the gate is decided
 change's 95% interval wholly beyond or wholly within the throughput limit of
 ``--cuzk-compare-fail``, or its half-width within ``stats.PRECISE_SHARE`` of it (±2.5% without a
 limit), where the point estimate decides. Undecided, it measures up to ``BUDGETS`` times
-``--cuzk-case-budget``.
+``--cuzk-case-budget``: on a busy 2-core runner pairs' ratios vary by about 6%, so a change near
+the limit needs some 12 pairs (150 s) to become that precise, and a cap of three budgets stopped
+most of them first, neither caught nor cleared. Decided cases stop as soon as they are.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ __all__ = ["BLOCK_WINDOWS", "MEMORY_HEADROOM", "choose_layout", "measure_pair", 
 
 BLOCK_WINDOWS = 3
 MEMORY_HEADROOM = 1.5
-BUDGETS = 3  # an undecided pair may measure this many case budgets: each build 1.5 single runs'
+BUDGETS = 8  # an undecided pair may measure this many case budgets: each build 4 single runs'
 SIDE_BY_SIDE, IN_TURN = "side-by-side", "in-turn"
 
 
@@ -91,6 +93,7 @@ class _Side:
     reports: list[MemoryReport] = field(default_factory=list)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     up: bool = False  # its daemon is being sampled in this case
+    turn_s: float = 0.0  # its own windows' wall time, the checks between its waves included
 
     @property
     def name(self) -> str:
@@ -157,7 +160,7 @@ class Interleaving:
             for letter in order:
                 self.current = self.sides[letter]
                 m = self._turn(self.current)
-                target = m.closed + self.block
+                target, began = m.closed + self.block, time.monotonic()
                 while m.closed < target and not self._broken():
                     wave = Wave([m.runner.make_request() for _ in range(self.case.in_flight)])
                     if letter == CANDIDATE:
@@ -165,6 +168,7 @@ class Interleaving:
                     else:
                         m.timed(wave)
                     m.settle()
+                self.current.turn_s += time.monotonic() - began
             self.stop_reason = self.stop_reason or self._done()
             if self.stop_reason:
                 return
@@ -282,6 +286,7 @@ def measure_pair(
         if side.measurement is None:  # it never had a turn: the other build's first proof failed
             raise CuzkError(f"A/B: the {side.name} never ran ({pair.stop_reason})")
         results[side.letter] = result = side.measurement.finish()
+        result.wall_s = side.turn_s  # not the other build's windows between its own
         result.memory = max(side.reports, key=lambda r: r.rss_effective_peak_bytes or 0, default=None)
         result.stop_reason = pair.stop_reason
     c, b = (pair.sides[x].blocks(pair.block) for x in (CANDIDATE, BASELINE))

@@ -62,6 +62,8 @@ def test_identical_builds_pass_and_the_summary_shows_both_builds_and_the_pair(fa
     assert len(ab["log_ratios"]) == len(ab["order"].split()) >= 3
     assert ab["baseline"]["proofs_ok"] >= 8 and extra["proofs_ok"] >= 8
     assert abs(ab["change_pct"]) < 25, ab["change_pct"]  # the same sleep; the host jitters the rest
+    # Each build's wall time is its own windows': the other build's between them are not its checks.
+    assert 0 < extra["wall_s"] + ab["baseline"]["wall_s"] <= ab["wall_s"]
     assert candidate.starts == [1] and baseline.starts == [1], "side by side: each started once"
 
 

@@ -70,20 +70,20 @@ def test_status_counts_as_cuzk_does(
     stub.SubmitProof(ref_data.request("porep", request_id="next"))
     stub.SubmitProof(ref_data.request("porep", request_id="queued"))
     stub.SubmitProof(ref_data.request("wpost", request_id="ahead"))  # HIGH: synthesised next, then waits
-    # Two porep jobs queued, "stuck" in the prove worker, "ahead" synthesised (so no longer listed). A cold
-    # key cache on a busy 2-core host takes many seconds before the first synthesis; wait for what is asserted.
+    # Two porep jobs queued, "stuck" in the prove worker, "ahead" synthesised (so no longer listed). A
+    # cold key cache on a busy 2-core host takes many seconds before the first synthesis: wait for that.
     expected = [("porep-c2", 2, 1)]
     deadline = time.monotonic() + 120
 
     def queues() -> list[tuple[str, int, int]]:
-        return [(q.proof_kind, q.pending, q.in_progress) for q in stub.GetStatus(pb.GetStatusRequest()).queues]
+        status = stub.GetStatus(pb.GetStatusRequest())
+        return [(q.proof_kind, q.pending, q.in_progress) for q in status.queues]
 
     while queues() != expected and time.monotonic() < deadline:
         time.sleep(0.02)
     stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id="winning-32g"))
+    assert queues() == expected  # only kinds with jobs waiting; in_progress: the (one) prove worker's job
     status = stub.GetStatus(pb.GetStatusRequest())
-    # Only kinds with jobs waiting; in_progress counts the (one) prove worker's job.
-    assert [(q.proof_kind, q.pending, q.in_progress) for q in status.queues] == expected
     # Only what PreloadSRS loaded, size and ref count 0 (the PoRep key is loaded too).
     assert [(s.circuit_id, s.size_bytes, s.ref_count) for s in status.loaded_srs] == [("winning-32g", 0, 0)]
     # Each GPU once per worker (two by default), "GPU 0" when none is found; worker 0 is busy.
