@@ -72,13 +72,11 @@ class RefProfile:
 
         out = self.data_dir / f"ref-data-{self._preset}"
         manifest = out / "manifest.toml"
-        try:
+        with DataDirUnwritable.raised_for(out):
             out.parent.mkdir(parents=True, exist_ok=True)
             with FileLock(str(out) + ".lock"):
                 if not manifest.exists():
                     gendata.generate(out, preset=self._preset, seed=0)
-        except OSError as exc:
-            raise DataDirUnwritable(exc.filename or out, exc) from None
         return manifest
 
     def verifier(self, kind: ProofKindInfo) -> Verifier | None:

@@ -36,6 +36,7 @@ turns any of them into the test's pytest outcome.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from typing import TYPE_CHECKING
@@ -45,6 +46,8 @@ import pytest
 from pytest_cuzk.wire.redact import redact
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import grpc
 
 __all__ = [
@@ -251,6 +254,15 @@ class DataDirUnwritable(CuzkError):
             verb, fix = "cannot use", "check that directory, or pass --cuzk-data-dir DIR"
         why = os.strerror(error.errno) if error.errno else str(error)
         super().__init__(f"{verb} {path}: {why}; {fix}")
+
+    @classmethod
+    @contextlib.contextmanager
+    def raised_for(cls, where: object) -> Iterator[None]:
+        """Any OSError inside becomes this, naming the file the OS named, else ``where``."""
+        try:
+            yield
+        except OSError as exc:
+            raise cls(exc.filename or where, exc) from None
 
 
 class ManifestError(CuzkError, ValueError):

@@ -87,10 +87,8 @@ class DataStore:
 
         A cache that cannot be written (read-only, full) is a ``DataDirUnwritable`` naming the file.
         """
-        try:
+        with DataDirUnwritable.raised_for(self.cache_dir / entry.file):
             return self._ensure(entry, manifest)
-        except OSError as exc:
-            raise DataDirUnwritable(exc.filename or self.cache_dir / entry.file, exc) from None
 
     def _ensure(self, entry: DataEntry, manifest: Manifest) -> Path:
         local = manifest.dir / entry.file

@@ -23,7 +23,7 @@ from support import PROVE_SOURCE, ref_daemons
 from pytest_cuzk.backends.process import DaemonProcess, daemon_config, listen_address
 from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile
 from pytest_cuzk.backends.reference import RefProfile
-from pytest_cuzk.core.errors import ProofTimeout
+from pytest_cuzk.core.errors import DataDirUnwritable, ProofTimeout
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.data.manifest import load_manifest
@@ -145,3 +145,12 @@ def test_only_cuzks_batched_snapdeals_failure_is_a_known_bug(profile, kind, batc
     reason = profile.known_issue(kind, batch, errors)
     assert (reason is not None) == known
     assert reason is None or "--cuzk-batch-sizes=1" in reason
+
+
+def test_a_reference_data_dir_it_cannot_make_is_an_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("in the way of the data dir")
+    profile = RefProfile("default", None, tmp_path / "file" / "data")
+    with pytest.raises(DataDirUnwritable) as raised:
+        profile.manifest()
+    said = f"cannot use {tmp_path / 'file' / 'data'}: Not a directory; check that directory"
+    assert str(raised.value).startswith(said), raised.value

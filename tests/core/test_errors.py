@@ -127,3 +127,14 @@ def test_an_unusable_cache_file_is_worded_by_what_the_kernel_said(code: int, sai
     # Permission errors cannot be made for real as root (the tests' CI user): the wording is checked here.
     message = str(DataDirUnwritable("/c/f", OSError(code, os.strerror(code))))
     assert message.startswith(said), message
+
+
+def test_raised_for_names_the_file_the_kernel_named_else_the_place_given() -> None:
+    named = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/c/named")
+    unnamed = OSError(errno.EROFS, os.strerror(errno.EROFS))
+    cases = ((named, "cannot write /c/named: No space"), (unnamed, "cannot write /c/given: Read-only"))
+    for error, said in cases:
+        with pytest.raises(DataDirUnwritable, match=f"^{said}"), DataDirUnwritable.raised_for("/c/given"):
+            raise error
+    with pytest.raises(ValueError, match="not an OS error"), DataDirUnwritable.raised_for("/c/given"):
+        raise ValueError("not an OS error")
