@@ -115,7 +115,8 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
     if SLOTS > 1:
         slots.get()  # the first slot times the separate runs while the others compare
     try:
-        with ThreadPoolExecutor(max(1, SLOTS - 1) + 1) as pool:
+        # One worker per slot: the first times the separate runs (before the rest when it is the only one).
+        with ThreadPoolExecutor(SLOTS) as pool:
             timing = pool.submit(lambda: [timed("--benchmark-save=separate"),
                                           timed("--benchmark-compare=0001", GATE), timed(*ab)])  # fmt: skip
             if SLOTS <= 1:
