@@ -215,6 +215,21 @@ def fill(directory: Path) -> None:
         os.close(fd)
 
 
+def wait_for_status(
+    stub: pb_grpc.ProvingEngineStub,
+    holds: Callable[[pb.GetStatusResponse], bool],
+    timeout: float,
+    failure: str,
+) -> None:
+    """Poll GetStatus until ``holds`` its answer, else fail with ``failure``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if holds(stub.GetStatus(pb.GetStatusRequest())):
+            return
+        time.sleep(0.01)
+    pytest.fail(failure)
+
+
 def _wait_for_queue(
     stub: pb_grpc.ProvingEngineStub,
     status_name: str,
@@ -223,13 +238,11 @@ def _wait_for_queue(
     failure: str,
 ) -> None:
     """Poll GetStatus until ``holds`` the kind's queue (None where GetStatus lists none), else fail."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        queues = {q.proof_kind: q for q in stub.GetStatus(pb.GetStatusRequest()).queues}
-        if holds(queues.get(status_name)):
-            return
-        time.sleep(0.01)
-    pytest.fail(failure)
+
+    def kind_holds(status: pb.GetStatusResponse) -> bool:
+        return holds({q.proof_kind: q for q in status.queues}.get(status_name))
+
+    wait_for_status(stub, kind_holds, timeout, failure)
 
 
 def wait_until_running(

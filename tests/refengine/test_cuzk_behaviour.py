@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from engine_support import RefData, Running, wait_until_none_queued
+from engine_support import RefData, Running, wait_for_status, wait_until_none_queued
 from test_server import nvml_gpu_count as gpus_here
 
 from pytest_cuzk.proto import pb, pb_grpc
@@ -73,17 +73,14 @@ def test_status_counts_as_cuzk_does(
     # Two porep jobs queued, "stuck" in the prove worker, "ahead" synthesised (so no longer listed). A
     # cold key cache on a busy 2-core host takes many seconds before the first synthesis: wait for that.
     expected = [("porep-c2", 2, 1)]
-    deadline = time.monotonic() + 120
 
-    def queues() -> list[tuple[str, int, int]]:
-        status = stub.GetStatus(pb.GetStatusRequest())
+    def queues(status: pb.GetStatusResponse) -> list[tuple[str, int, int]]:
         return [(q.proof_kind, q.pending, q.in_progress) for q in status.queues]
 
-    while queues() != expected and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for_status(stub, lambda s: queues(s) == expected, 120, f"the queues never became {expected}")
     stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id="winning-32g"))
-    assert queues() == expected  # only kinds with jobs waiting; in_progress: the (one) prove worker's job
     status = stub.GetStatus(pb.GetStatusRequest())
+    assert queues(status) == expected  # only kinds with jobs waiting; in_progress: the prove worker's job
     # Only what PreloadSRS loaded, size and ref count 0 (the PoRep key is loaded too).
     assert [(s.circuit_id, s.size_bytes, s.ref_count) for s in status.loaded_srs] == [("winning-32g", 0, 0)]
     # Each GPU once per worker (two by default), "GPU 0" when none is found; worker 0 is busy.
