@@ -213,11 +213,16 @@ def to_scalars(values: Sequence[int]) -> list[Scalar]:
 
 @dataclass
 class ProofInput:
-    """One proof to make: the key, the full assignment z and h's coefficients (from the witness map)."""
+    """One proof to make: the key, the full assignment z and h's coefficients (from the witness map).
+
+    ``h_limbs``: h already on the GPU (the GPU witness map's output, an (n - 1, 8) limb array),
+    which only a ``G1Prover`` reads; ``h`` is then empty.
+    """
 
     pk: ProvingKey
     z: list[Scalar]
     h: list[Scalar]
+    h_limbs: Any = field(default=None, repr=False)
 
     @classmethod
     def from_ints(cls, pk: ProvingKey, z: Sequence[int], h: Sequence[int]) -> ProofInput:
@@ -286,8 +291,8 @@ def _start_msms(jobs: list[_Msm], pool: Executor | None, threads: int) -> Callab
 class G1Prover(Protocol):
     """Runs a proof's G1 MSMs somewhere other than the CPU pool (``gpu.keys.GpuKeys``)."""
 
-    def g1_sums(self, inp: ProofInput) -> tuple[G1Point, G1Point, G1Point, G1Point]:
-        """The A, B (G1), L and H query sums of one proof."""
+    def g1_sums(self, inputs: Sequence[ProofInput]) -> list[tuple[G1Point, G1Point, G1Point, G1Point]]:
+        """The A, B (G1), L and H query sums of each proof, in order."""
         ...
 
 
@@ -302,7 +307,7 @@ def _all_sums(
             return _start_msms(jobs, pool, threads)()
     g2_sums = _start_msms(jobs[2::5], pool, threads)
     with timer.phase("prove: G1 MSMs (GPU)"):
-        g1_sums = [g1.g1_sums(inp) for inp in inputs]
+        g1_sums = g1.g1_sums(inputs)
     with timer.phase("prove: G2 MSM (CPU, waited for)"):
         b2 = g2_sums()
     return [x for (a, b1, lq, h), b in zip(g1_sums, b2, strict=True) for x in (a, b1, b, lq, h)]
@@ -367,3 +372,4 @@ def verify(vk: VerifyingKey, public_inputs: Sequence[int], proof: Proof) -> bool
     return GT.pairing_check(
         [proof.a, -vk.alpha_g1, -ic, -proof.c], [proof.b, vk.beta_g2, vk.gamma_g2, vk.delta_g2]
     )
+

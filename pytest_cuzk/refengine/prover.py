@@ -3,7 +3,8 @@
 Stages as in cuzk's pipeline: ``parse`` (request to circuit inputs, cuzk's
 error messages), ``synthesize`` (one partition's CPU work, all GIL-bound Python:
 witness, A·z, B·z, C·z, the QAP witness map (FFTs) to h(x), and z and h as native
-scalars), ``prove`` (the "GPU" stage: only the MSMs, which release the GIL and are
+scalars; on the GPU prover the witness map runs on the GPU and h stays there),
+``prove`` (the "GPU" stage: only the MSMs, which release the GIL and are
 sliced over a thread pool so that every core works; any number of partitions in
 one pass), ``self_check`` (full pairing verification). Keeping the prove stage
 free of Python arithmetic is what lets the engine synthesise the next proof
@@ -112,6 +113,7 @@ class Synthesized:
     num_constraints: int = 0
     z: list[Scalar] = field(repr=False, default_factory=list)
     h: list[Scalar] = field(repr=False, default_factory=list)
+    h_limbs: Any = field(repr=False, default=None)  # h on the GPU (then ``h`` is empty)
 
 
 @dataclass
@@ -294,12 +296,20 @@ class RefProver:
             args = (job.kind.circuit_id, job.kind.pce_name, cs)
             threading.Thread(target=self._extract_pce, args=args, name="ref-pce", daemon=True).start()
         t1 = time.perf_counter()
-        with self.timer.phase("synthesis: witness map (FFT)"):
-            h = h_coefficients(*abc, get_domain(len(abc[0])))
-        with self.timer.phase("synthesis: scalar conversion"):
-            zs, hs = to_scalars(z), to_scalars(h)
+        domain = get_domain(len(abc[0]))
+        h_limbs = None
+        if self._gpu is not None:
+            with self.timer.phase("synthesis: witness map (GPU NTT)"):
+                h_limbs = self._gpu.witness_map(*abc, domain)
+            with self.timer.phase("synthesis: scalar conversion"):
+                zs, hs = to_scalars(z), []
+        else:
+            with self.timer.phase("synthesis: witness map (FFT)"):
+                h = h_coefficients(*abc, domain)
+            with self.timer.phase("synthesis: scalar conversion"):
+                zs, hs = to_scalars(z), to_scalars(h)
         synth_s = assign_s + time.perf_counter() - t1
-        return Synthesized(job, partition, synth_s, used_pce, len(abc[0]), zs, hs)
+        return Synthesized(job, partition, synth_s, used_pce, len(abc[0]), zs, hs, h_limbs)
 
     def _assign(
         self, job: ParsedJob, partition: int
@@ -349,8 +359,12 @@ class RefProver:
                     f"{pk.meta['num_constraints']}; delete {self.params_path(cid).name} and "
                     f"{part.job.kind.pce_file} from the param cache"
                 )
-            inputs.append(ProofInput(pk, part.z, part.h))
-        proofs = create_random_proofs(inputs, self._pool, self.threads, self.timer, self._gpu)
+            inputs.append(ProofInput(pk, part.z, part.h, part.h_limbs))
+        try:
+            proofs = create_random_proofs(inputs, self._pool, self.threads, self.timer, self._gpu)
+        finally:
+            for part in parts:  # the engine's workers hold the last work until the next arrives
+                part.h_limbs = None
         return [p.to_bytes() for p in proofs]
 
     def first_bad_partition(self, job: ParsedJob, proof: bytes) -> int | None:

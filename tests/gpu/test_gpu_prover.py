@@ -1,4 +1,4 @@
-"""On a CUDA GPU with CuPy: the GPU MSM against py-arkworks, GPU proofs against CPU proofs, VRAM and faults.
+"""On a CUDA GPU with CuPy: GPU MSMs and witness maps against the CPU's, GPU against CPU proofs, VRAM, faults.
 
 Skips, with the reason, where ``open_gpu`` finds no usable GPU. Every MSM check draws fresh
 random inputs (the seed is in the failure message). Run: ``python -m pytest tests/gpu -m gpu``.
@@ -9,16 +9,18 @@ from __future__ import annotations
 import random
 import secrets
 
+import numpy as np
 import pytest
 from py_arkworks_bls12381 import G1Point, Scalar
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine import groth16, keyfile
 from pytest_cuzk.refengine.config import Faults
-from pytest_cuzk.refengine.field import R
+from pytest_cuzk.refengine.field import R, get_domain
 from pytest_cuzk.refengine.gpu import open_gpu
 from pytest_cuzk.refengine.groth16 import ProofInput
 from pytest_cuzk.refengine.prover import RefProver
+from pytest_cuzk.refengine.qap import h_coefficients
 from pytest_cuzk.wire.kinds import KINDS
 
 pytestmark = pytest.mark.gpu
@@ -30,6 +32,7 @@ import cupy  # noqa: E402 - only where open_gpu found CuPy and a device
 
 from pytest_cuzk.refengine.gpu.keys import GpuKeys  # noqa: E402
 from pytest_cuzk.refengine.gpu.msm import scalars_to_limbs  # noqa: E402
+from pytest_cuzk.refengine.gpu.ntt import GpuNtt, fr_limbs  # noqa: E402
 
 G = G1Point()
 
@@ -80,8 +83,50 @@ def test_gpu_msm_matches_arkworks(name):
     assert got == G1Point.multiexp_unchecked(pts, scalars), f"seed {seed}"
 
 
-def _parts(ref_data, ref_params, name: str):
-    prover = RefProver(ref_params)
+@pytest.mark.parametrize("batch", [1, 3, 10])
+def test_gpu_msm_batch_matches_arkworks_row_by_row(batch):
+    """A batch of MSMs over one set of bases: each row its own sum, a zero row the identity."""
+    seed = secrets.randbits(32)
+    rnd = random.Random(seed)
+    pts = _points(rnd, 700)
+    rows = [[rnd.randrange(R) for _ in pts] for _ in range(batch)]
+    rows[-1] = [0] * len(pts) if batch > 1 else rows[-1]
+    limbs = np.stack([scalars_to_limbs([Scalar(k) for k in row]) for row in rows])
+    got = GPU.msm_batch(GPU.upload(pts), limbs)
+    want = [G1Point.multiexp_unchecked(pts, [Scalar(k) for k in row]) for row in rows]
+    assert got == want, f"seed {seed}"
+
+
+NTT = GpuNtt(GPU.ordinal)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 700, 1024, 1025, 1 << 14])
+@pytest.mark.parametrize("values", ["random", "edges"])
+def test_gpu_witness_map_matches_the_cpu(m, values):
+    seed = secrets.randbits(32)
+    rnd = random.Random(seed)
+    if values == "random":
+        a, b, c = ([rnd.randrange(R) for _ in range(m)] for _ in range(3))
+    else:
+        edge = [0, 1, R - 1, R - 2, 1 << 254]
+        a, b, c = ([rnd.choice(edge) for _ in range(m)] for _ in range(3))
+    domain = get_domain(m)
+    got = cupy.asnumpy(NTT.witness_map(a, b, c, domain))
+    assert (got == fr_limbs(h_coefficients(a, b, c, domain))).all(), f"seed {seed}"
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_gpu_synthesis_gives_the_cpu_h(ref_data, ref_params, name):
+    """The GPU prover's synthesis leaves h on the device: the same coefficients as the CPU's."""
+    _, _, cpu_parts = _parts(ref_data, ref_params, name)
+    _, _, gpu_parts = _parts(ref_data, ref_params, name, gpu=GPU)
+    for cpu, gpu in zip(cpu_parts, gpu_parts, strict=True):
+        assert gpu.h == [] and cpu.h_limbs is None
+        assert (cupy.asnumpy(gpu.h_limbs) == scalars_to_limbs(cpu.h)).all()
+
+
+def _parts(ref_data, ref_params, name: str, gpu=None):
+    prover = RefProver(ref_params, gpu=gpu)
     try:
         job = prover.parse(KINDS[name], ref_data.request(name))
         return prover, job, [prover.synthesize(job, k) for k in range(job.partitions)]

@@ -1,22 +1,27 @@
-"""Proving keys resident on the GPU, and the four G1 MSMs of a proof run against them.
+"""Proving keys resident on the GPU, the four G1 MSMs of a proof run against them, and the witness map.
 
 A key's A, B (G1), H and L query bases go to the device when the key is loaded (PreloadSRS or
 a first proof), so the device memory shows the SRS as cuzk's does, and leave it on EvictSRS
-(``evict`` also returns CuPy's cached blocks to the driver). B in G2 stays on the CPU beside
-the GPU, as supraseal's prover keeps it.
+(``evict`` also drops the witness map's tables and returns CuPy's cached blocks to the
+driver). B in G2 stays on the CPU beside the GPU, as supraseal's prover keeps it. The
+partitions of one key in a prove pass share one batch of launches per query.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import cupy
+import numpy as np
 from py_arkworks_bls12381 import G1Point
 
+from ..field import Domain
 from ..groth16 import ProofInput, ProvingKey
 from .msm import DeviceBases, GpuMsm, scalars_to_limbs
+from .ntt import GpuNtt
 
 __all__ = ["GpuKeys"]
 
@@ -42,6 +47,7 @@ class GpuKeys:
 
     def __init__(self, msm: GpuMsm) -> None:
         self.msm = msm
+        self.ntt = GpuNtt(msm.ordinal)
         self._lock = threading.Lock()
         self._keys: dict[int, _DeviceKey] = {}
 
@@ -74,6 +80,7 @@ class GpuKeys:
             return 0
         freed = key.nbytes
         del key
+        self.ntt.forget()  # made again, in milliseconds, for the next proof
         with cupy.cuda.Device(self.msm.ordinal):
             cupy.get_default_memory_pool().free_all_blocks()
         return freed
@@ -83,17 +90,41 @@ class GpuKeys:
         with self._lock:
             return sum(k.nbytes for k in self._keys.values())
 
-    def g1_sums(self, inp: ProofInput) -> tuple[G1Point, G1Point, G1Point, G1Point]:
-        """The A, B (G1), L and H query sums of one proof."""
-        self.load(inp.pk)
-        with self._lock:
-            key = self._keys[id(inp.pk)]
-        msm = self.msm.msm
-        with cupy.cuda.Device(self.msm.ordinal):
-            z = cupy.asarray(scalars_to_limbs(inp.z))
-            return (
-                msm(key.a, z[key.a_idx]),
-                msm(key.b1, z[key.b_idx]),
-                msm(key.l, z[inp.pk.num_inputs :]),
-                msm(key.h, scalars_to_limbs(inp.h)),
-            )
+    def witness_map(self, a: list[int], b: list[int], c: list[int], domain: Domain) -> Any:
+        """h(x)'s coefficients from A·z, B·z, C·z, left on the device for the H query MSM."""
+        return self.ntt.witness_map(a, b, c, domain)
+
+    def g1_sums(self, inputs: Sequence[ProofInput]) -> list[tuple[G1Point, G1Point, G1Point, G1Point]]:
+        """The A, B (G1), L and H query sums of each proof; the proofs of one key in one batch of MSMs."""
+        out: list[tuple[G1Point, G1Point, G1Point, G1Point] | None] = [None] * len(inputs)
+        by_key: dict[int, list[int]] = {}
+        for i, inp in enumerate(inputs):
+            by_key.setdefault(id(inp.pk), []).append(i)
+        msm = self.msm.msm_batch
+        for members in by_key.values():
+            pk = inputs[members[0]].pk
+            self.load(pk)
+            with self._lock:
+                key = self._keys[id(pk)]
+            with cupy.cuda.Device(self.msm.ordinal):
+                z = cupy.asarray(np.stack([scalars_to_limbs(inputs[i].z) for i in members]))
+                h = cupy.stack([_h_limbs(inputs[i]) for i in members])
+                sums = zip(
+                    msm(key.a, z[:, key.a_idx]),
+                    msm(key.b1, z[:, key.b_idx]),
+                    msm(key.l, z[:, pk.num_inputs :]),
+                    msm(key.h, h),
+                    strict=True,
+                )
+                for i, four in zip(members, sums, strict=True):
+                    out[i] = four
+        return [four for four in out if four is not None]
+
+
+def _h_limbs(inp: ProofInput) -> Any:
+    """The proof's h as a device limb array: the GPU witness map's, or converted from ``h``."""
+    if inp.h_limbs is not None:
+        return inp.h_limbs
+    if len(inp.h) != len(inp.pk.h_query):
+        raise ValueError("a proof input without its h (the GPU witness map's h is freed when proved)")
+    return cupy.asarray(scalars_to_limbs(inp.h))

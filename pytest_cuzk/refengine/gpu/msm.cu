@@ -5,7 +5,7 @@
 // Points: affine bases (x, y: 24 limbs), sums in XYZZ coordinates (x = X/ZZ, y = Y/ZZZ,
 // ZZ^3 = ZZZ^2; the identity has ZZ = 0), with the add-2008-s, madd-2008-s and dbl-2008-s-1
 // formulas of the Explicit-Formulas Database (a = 0).
-// MSM: Pippenger with c-bit signed digits (plan.py holds the same recoding in Python): a
+// MSM: Pippenger with c-bit signed digits, for a batch of scalar vectors over the same bases at once (plan.py holds the same recoding in Python): a
 // counting sort of (window, |digit|) puts each point's index in its bucket, buckets are summed
 // in chunks, segments of buckets are weighted by running sums, and each window's sum leaves
 // Montgomery form. The windows are folded on the host (msm.py): Horner's rule over them is
@@ -298,21 +298,25 @@ __device__ __forceinline__ u32 scalar_bits(const u32* s, int pos, int c) {
     return v & ((1u << c) - 1u);
 }
 
-// Signed digits of scalar i (digits[w * n + i], in [-2^(c-1), 2^(c-1)]) and the bucket counts.
+// Signed digits of scalar i of MSM k (digits[(k * windows + w) * n + i], in [-2^(c-1), 2^(c-1)])
+// and the bucket counts. A batch of MSMs over the same n bases is one MSM of batch * windows
+// windows: MSM k's window w is window k * windows + w, with its own buckets.
 // A point whose base is the identity (valid[i] == 0) gets digits 0 and lands in no bucket.
 extern "C" __global__ void signed_digits(const u32* scalars, const unsigned char* valid, int n, int c,
-                                         int windows, int* digits, u32* counts) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const u32* s = scalars + 8 * i;
+                                         int windows, int batch, int* digits, u32* counts) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)n * batch) return;
+    int k = (int)(t / n), i = (int)(t % n);
+    const u32* s = scalars + 8 * t;
     int half = 1 << (c - 1), buckets = half;
     u32 carry = 0;
     for (int w = 0; w < windows; w++) {
         int d = valid[i] ? (int)(scalar_bits(s, w * c, c) + carry) : 0;
         carry = d > half;
         if (carry) d -= 1 << c;
-        digits[w * n + i] = d;
-        if (d) atomicAdd(&counts[w * buckets + (d < 0 ? -d : d) - 1], 1u);
+        long long vw = (long long)k * windows + w;
+        digits[vw * n + i] = d;
+        if (d) atomicAdd(&counts[vw * buckets + (d < 0 ? -d : d) - 1], 1u);
     }
 }
 
@@ -320,7 +324,8 @@ extern "C" __global__ void signed_digits(const u32* scalars, const unsigned char
 extern "C" __global__ void scatter(const int* digits, int n, int c, int windows, u32* cursor, u32* entries) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= (long long)n * windows) return;
-    int w = (int)(t / n), i = (int)(t % n);
+    long long w = t / n;
+    int i = (int)(t % n);
     int d = digits[t];
     if (!d) return;
     u32 pos = atomicAdd(&cursor[w * (1 << (c - 1)) + (d < 0 ? -d : d) - 1], 1u);

@@ -99,14 +99,23 @@ class GpuMsm:
 
     def msm(self, bases: DeviceBases, scalars: Any) -> G1Point:
         """sum_i scalars[i] * bases[i]; ``scalars`` is an (n, 8) limb array, on the host or the device."""
-        n = bases.n
-        if n == 0:
-            return G1Point.identity()
+        return self.msm_batch(bases, scalars[None])[0]
+
+    def msm_batch(self, bases: DeviceBases, scalars: Any) -> list[G1Point]:
+        """One MSM per row of ``scalars``, a (batch, n, 8) limb array, all over the same bases at once.
+
+        The batch is one bucketed MSM of batch x windows windows, so a proof's partitions cost
+        one pass of launches, not one pass each.
+        """
+        batch, n = int(scalars.shape[0]), bases.n
+        if n == 0 or batch == 0:
+            return [G1Point.identity()] * batch
         plan = MsmPlan(n)
         with self._lock, cupy.cuda.Device(self.ordinal):
             limbs = cupy.ascontiguousarray(cupy.asarray(scalars, dtype=cupy.uint32))
-            sums = self._window_sums(bases, limbs, plan)
-        return _fold(_affine_all(sums), plan.c)
+            sums = _affine_all(self._window_sums(bases, limbs, plan, batch))
+        w = plan.windows
+        return [_fold(sums[k * w : (k + 1) * w], plan.c) for k in range(batch)]
 
     def _bucket_sums(self, bases: DeviceBases, entries: Any, starts: Any, counts: Any, total: int) -> Any:
         """Every bucket's sum, in chunks of at most ``_CHUNK`` additions a thread, level by level."""
@@ -126,23 +135,34 @@ class GpuMsm:
         self._launch("gather_buckets", total, partial, tasks, task0, np.int32(total), buckets)
         return buckets
 
-    def _window_sums(self, bases: DeviceBases, scalars: Any, plan: MsmPlan) -> np.ndarray:
-        """Each window's sum S_w, a (windows, 48) array of canonical XYZZ limbs."""
-        n = plan.n
-        c, windows, per_window = np.int32(plan.c), np.int32(plan.windows), plan.buckets_per_window
-        digits = cupy.empty(plan.windows * n, dtype=cupy.int32)
-        counts = cupy.zeros(plan.total_buckets, dtype=cupy.uint32)
-        self._launch("signed_digits", n, scalars, bases.valid, np.int32(n), c, windows, digits, counts)
+    def _window_sums(self, bases: DeviceBases, scalars: Any, plan: MsmPlan, batch: int) -> np.ndarray:
+        """Each MSM's window sums S_w, a (batch x windows, 48) array of canonical XYZZ limbs, MSM by MSM."""
+        n, windows = plan.n, batch * plan.windows  # MSM k's window w is window k * plan.windows + w
+        c, per_window = np.int32(plan.c), plan.buckets_per_window
+        total, segments = batch * plan.total_buckets, batch * plan.segments
+        digits = cupy.empty(windows * n, dtype=cupy.int32)
+        counts = cupy.zeros(total, dtype=cupy.uint32)
+        digit_args = (
+            scalars,
+            bases.valid,
+            np.int32(n),
+            c,
+            np.int32(plan.windows),
+            np.int32(batch),
+            digits,
+            counts,
+        )
+        self._launch("signed_digits", batch * n, *digit_args)
         starts = cupy.cumsum(counts, dtype=cupy.uint32) - counts
         cursor = starts.copy()
-        entries = cupy.empty(plan.windows * n, dtype=cupy.uint32)
-        self._launch("scatter", plan.windows * n, digits, np.int32(n), c, windows, cursor, entries)
+        entries = cupy.empty(windows * n, dtype=cupy.uint32)
+        self._launch("scatter", windows * n, digits, np.int32(n), c, np.int32(windows), cursor, entries)
         del digits, cursor
-        buckets = self._bucket_sums(bases, entries, starts, counts, plan.total_buckets)
+        buckets = self._bucket_sums(bases, entries, starts, counts, total)
         del entries
-        partial = cupy.empty((plan.segments, 48), dtype=cupy.uint32)
-        weigh = (buckets, np.int32(per_window), np.int32(plan.segment), np.int32(plan.segments), partial)
-        self._launch("weigh_segments", plan.segments, *weigh)
+        partial = cupy.empty((segments, 48), dtype=cupy.uint32)
+        weigh = (buckets, np.int32(per_window), np.int32(plan.segment), np.int32(segments), partial)
+        self._launch("weigh_segments", segments, *weigh)
         per = plan.segments // plan.windows
         while per > 1:  # per and _TREE are powers of two
             group = min(_TREE, per)
@@ -150,8 +170,8 @@ class GpuMsm:
             summed = cupy.empty((groups, 48), dtype=cupy.uint32)
             self._launch("sum_groups", groups, partial, np.int32(group), np.int32(groups), summed)
             partial, per = summed, per // group
-        out = cupy.empty((plan.windows, 48), dtype=cupy.uint32)
-        self._launch("window_sums_out", plan.windows, partial, windows, out)
+        out = cupy.empty((windows, 48), dtype=cupy.uint32)
+        self._launch("window_sums_out", windows, partial, np.int32(windows), out)
         return cupy.asnumpy(out)
 
 

@@ -1,0 +1,140 @@
+"""The QAP witness map on a CUDA device: ``ntt.cu`` compiled by NVRTC through CuPy.
+
+The same arithmetic as ``qap.h_coefficients`` (three iFFTs, three coset FFTs, the quotient by
+Z on the coset, one coset iFFT), as radix-2 NTTs over Fr in Montgomery form. The three vectors
+A·z, B·z, C·z go up once; h(x)'s coefficients stay on the device as the H query MSM's scalars
+(canonical 32-bit limbs), so they never become Python ints or native ``Scalar``s. Each
+domain's twiddles and scaling tables are made once, on the host, and kept on the device.
+CuPy is imported where the device is first used, so that ``fr_limbs`` needs only NumPy.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ..field import GENERATOR, Domain, R, inv
+
+__all__ = ["GpuNtt", "fr_limbs"]
+
+_BLOCK = 128
+_MONT = 1 << 256
+
+
+def fr_limbs(values: list[int], rows: int | None = None) -> np.ndarray:
+    """Field elements (canonical ints) as an (rows, 8) array of little-endian 32-bit limbs, zero-padded."""
+    raw = b"".join(x.to_bytes(32, "little") for x in values)
+    out = np.zeros((len(values) if rows is None else rows, 8), dtype=np.uint32)
+    out[: len(values)] = np.frombuffer(raw, dtype="<u4").reshape(len(values), 8)
+    return out
+
+
+def _mont(values: list[int]) -> np.ndarray:
+    return fr_limbs([x * _MONT % R for x in values])
+
+
+@dataclass
+class _Tables:
+    """One domain's constants on the device, in Montgomery form."""
+
+    log_n: int
+    tw: Any  # forward twiddles, stage m at [m - 1, 2m - 1)
+    tw_inv: Any  # inverse twiddles
+    to_coset: Any  # size_inv * g^i: after an iFFT, before the coset FFT
+    from_coset: Any  # size_inv * g^-i: after the coset iFFT
+    z_inv: Any  # 1 / Z(x) on the coset, one element
+
+
+def _twiddles(omega: int, n: int) -> list[int]:
+    out, m = [], 1
+    while m < n:
+        w, x = pow(omega, n // (2 * m), R), 1
+        for _ in range(m):
+            out.append(x)
+            x = x * w % R
+        m *= 2
+    return out
+
+
+def _powers(scale: int, g: int, n: int) -> list[int]:
+    out, x = [], scale
+    for _ in range(n):
+        out.append(x)
+        x = x * g % R
+    return out
+
+
+class GpuNtt:
+    """One device's witness map; thread-safe (one at a time)."""
+
+    def __init__(self, ordinal: int) -> None:
+        self.ordinal = ordinal
+        self._lock = threading.Lock()
+        self._tables: dict[int, _Tables] = {}
+        import cupy
+
+        self._cp = cupy
+        with cupy.cuda.Device(ordinal):
+            module = cupy.RawModule(code=resources.files(__package__).joinpath("ntt.cu").read_text())
+            names = ("fr_to_mont", "bit_reverse", "butterflies", "scale_rows", "quotient")
+            self._k = {name: module.get_function(name) for name in names}
+
+    def forget(self) -> None:
+        """Drop the domains' tables (EvictSRS frees the device memory a key's proofs used)."""
+        with self._lock:
+            self._tables.clear()
+
+    def _launch(self, name: str, threads: int, *args: Any) -> None:
+        blocks = (threads + _BLOCK - 1) // _BLOCK
+        self._k[name]((max(blocks, 1),), (_BLOCK,), args)
+
+    def _domain(self, domain: Domain) -> _Tables:
+        tables = self._tables.get(domain.size)
+        cupy = self._cp
+        if tables is None:
+            n = domain.size
+            tables = _Tables(
+                n.bit_length() - 1,
+                cupy.asarray(_mont(_twiddles(domain.omega, n))),
+                cupy.asarray(_mont(_twiddles(domain.omega_inv, n))),
+                cupy.asarray(_mont(_powers(domain.size_inv, GENERATOR, n))),
+                cupy.asarray(_mont(_powers(domain.size_inv, inv(GENERATOR), n))),
+                cupy.asarray(_mont([inv(domain.vanishing_on_coset())])),
+            )
+            self._tables[n] = tables
+        return tables
+
+    def _ntt(self, rows: Any, tw: Any, log_n: int) -> Any:
+        """The NTT of every row of ``rows`` (Montgomery), in natural order."""
+        batch = rows.shape[0]
+        out = self._cp.empty_like(rows)
+        self._launch("bit_reverse", batch << log_n, rows, out, np.int32(log_n), np.int32(batch))
+        m = 1
+        while m < 1 << log_n:
+            self._launch("butterflies", batch << max(log_n - 1, 0), out, tw, np.int32(m), np.int32(log_n),
+                         np.int32(batch))  # fmt: skip
+            m *= 2
+        return out
+
+    def witness_map(self, a: list[int], b: list[int], c: list[int], domain: Domain) -> Any:
+        """h(x)'s coefficients h_0..h_{n-2}, an (n - 1, 8) device array of canonical limbs."""
+        n = domain.size
+        host = np.stack([fr_limbs(v, n) for v in (a, b, c)])
+        cupy = self._cp
+        with self._lock, cupy.cuda.Device(self.ordinal):
+            t = self._domain(domain)
+            log_n, batch = np.int32(t.log_n), np.int32(3)
+            abc = cupy.asarray(host)
+            self._launch("fr_to_mont", 3 * n, abc, np.int32(3 * n))
+            coeffs = self._ntt(abc, t.tw_inv, t.log_n)
+            self._launch("scale_rows", 3 * n, coeffs, t.to_coset, log_n, batch, np.int32(0))
+            evals = self._ntt(coeffs, t.tw, t.log_n)
+            q = cupy.empty((1, n, 8), dtype=cupy.uint32)
+            self._launch("quotient", n, evals, t.z_inv, q, log_n)
+            h = self._ntt(q, t.tw_inv, t.log_n)
+            self._launch("scale_rows", n, h, t.from_coset, log_n, np.int32(1), np.int32(1))
+            return h[0, : n - 1]
