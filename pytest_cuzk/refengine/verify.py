@@ -15,7 +15,7 @@ from ..proto import pb
 from ..wire.kinds import GROTH16_PROOF_LEN, ProofKindInfo
 from .circuits import JobInputError, Preset
 from .circuits.registry import Inputs, circuit_for
-from .groth16 import Proof, VerifyingKey, verify
+from .groth16 import Proof, VerifyingKey, verify, verify_all
 from .keyfile import read_vk
 
 __all__ = ["first_bad_partition", "key_stem", "verify_proof"]
@@ -30,15 +30,27 @@ def key_stem(preset: str, circuit_id: str) -> str:
 
 
 def first_bad_partition(vk: VerifyingKey, inputs: Inputs, proof: bytes) -> int | None:
-    """The first partition whose proof is malformed or does not verify (0: wrong length); None if all do."""
+    """The first partition whose proof is malformed or does not verify (0: wrong length); None if all do.
+
+    All partitions are checked at once (``verify_all``); only when that fails is each checked
+    in turn, to name the first bad one.
+    """
     if len(proof) != inputs.partitions * GROTH16_PROOF_LEN:
         return 0
+    try:
+        pieces = [Proof.from_bytes(proof[k * GROTH16_PROOF_LEN : (k + 1) * GROTH16_PROOF_LEN])
+                  for k in range(inputs.partitions)]  # fmt: skip
+    except ValueError:
+        pieces = []
+    publics = [inputs.public_inputs(k) for k in range(inputs.partitions)]
+    if pieces and verify_all(vk, publics, pieces):
+        return None
     for k in range(inputs.partitions):
         try:
             piece = Proof.from_bytes(proof[k * GROTH16_PROOF_LEN : (k + 1) * GROTH16_PROOF_LEN])
         except ValueError:
             return k
-        if not verify(vk, inputs.public_inputs(k), piece):
+        if not verify(vk, publics[k], piece):
             return k
     return None
 
