@@ -19,7 +19,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from py_arkworks_bls12381 import GT, G1Point, G2Point, Scalar
 
 from .field import R, inv
+from .msm_pool import Msm, start_msms
 from .qap import domain_for, query_scalars
 from .r1cs import Matrices
 
@@ -50,12 +51,6 @@ __all__ = [
 ]
 
 PROOF_LEN = 192
-_MIN_CHUNK = 128
-"""Fewest points in one MSM piece: smaller pieces lose more to Pippenger's per-call overhead than
-they gain in balance."""
-_G2_COST = 3.3
-"""A G2 point costs about this many G1 points in an MSM (measured with py-arkworks-bls12381)."""
-_PIECES_PER_THREAD = 2
 
 
 class PhaseTimer:
@@ -231,10 +226,7 @@ class ProofInput:
         return cls(pk, to_scalars(z), to_scalars(h))
 
 
-_Msm = tuple[Any, list[Any], list[Scalar]]  # (G1Point or G2Point class, bases, scalars)
-
-
-def _msm_jobs(inp: ProofInput) -> list[_Msm]:
+def _msm_jobs(inp: ProofInput) -> list[Msm]:
     """The five MSMs of one proof, in the order ``_assemble`` expects."""
     pk, zs = inp.pk, inp.z
     a_sc = [zs[j] for j in pk.a_density]
@@ -246,47 +238,6 @@ def _msm_jobs(inp: ProofInput) -> list[_Msm]:
         (G1Point, pk.l_query, zs[pk.num_inputs :]),
         (G1Point, pk.h_query, inp.h),
     ]
-
-
-def _pieces(jobs: list[_Msm], threads: int) -> list[tuple[float, int, int, int]]:
-    """(cost, job index, start, end) slices of every MSM, costliest first.
-
-    Each MSM is cut into near-equal slices of about ``total cost / (threads * 2)``, so that even a
-    single partition's five MSMs keep every thread busy, and G2 work (about 3.3 G1 points per
-    point) is spread as evenly as G1 work. Handing out the costliest slices first keeps the tail short.
-    """
-    costs = [len(pts) * (_G2_COST if cls is G2Point else 1.0) for cls, pts, _ in jobs]
-    target = sum(costs) / (threads * _PIECES_PER_THREAD) if threads > 1 else float("inf")
-    out = []
-    for i, ((_, pts, _), cost) in enumerate(zip(jobs, costs, strict=True)):
-        if not pts:
-            continue  # an empty MSM is the identity, which ``_start_msms`` starts from
-        n = max(1, min(round(cost / target), len(pts) // _MIN_CHUNK))
-        for k in range(n):
-            lo, hi = len(pts) * k // n, len(pts) * (k + 1) // n
-            out.append((cost * (hi - lo) / len(pts), i, lo, hi))
-    return sorted(out, reverse=True)
-
-
-def _start_msms(jobs: list[_Msm], pool: Executor | None, threads: int) -> Callable[[], list]:
-    """Start all MSMs, sliced so that every worker thread has native work; call the result for the sums."""
-    pieces = _pieces(jobs, threads)
-
-    def msm(piece: tuple[float, int, int, int]) -> object:
-        _, i, lo, hi = piece
-        cls, pts, sc = jobs[i]
-        return cls.multiexp_unchecked(pts[lo:hi], sc[lo:hi])
-
-    futures = [pool.submit(msm, p) for p in pieces] if pool is not None and threads > 1 else None
-
-    def sums() -> list:
-        parts = [f.result() for f in futures] if futures is not None else [msm(p) for p in pieces]
-        out: list = [cls.identity() for cls, _, _ in jobs]
-        for (_, i, _, _), part in zip(pieces, parts, strict=True):
-            out[i] = out[i] + part
-        return out
-
-    return sums
 
 
 class G1Prover(Protocol):
@@ -305,8 +256,8 @@ def _all_sums(
         jobs = [job for inp in inputs for job in _msm_jobs(inp)]
     if g1 is None:
         with timer.phase("prove: MSM"):
-            return _start_msms(jobs, pool, threads)()
-    g2_sums = _start_msms(jobs[2::5], pool, threads)
+            return start_msms(jobs, pool, threads)()
+    g2_sums = start_msms(jobs[2::5], pool, threads)
     with timer.phase("prove: G1 MSMs (GPU)"):
         g1_sums = g1.g1_sums(inputs)
     with timer.phase("prove: G2 MSM (CPU, waited for)"):
@@ -357,16 +308,20 @@ def create_random_proofs(
     return create_proofs(inputs, blinding, pool, threads, timer, g1)
 
 
+def _check_arity(vk: VerifyingKey, public_inputs: Sequence[int]) -> None:
+    if len(public_inputs) + 1 != len(vk.gamma_abc_g1):
+        raise ValueError(
+            f"verifying key takes {len(vk.gamma_abc_g1) - 1} public inputs, got {len(public_inputs)}"
+        )
+
+
 def verify(vk: VerifyingKey, public_inputs: Sequence[int], proof: Proof) -> bool:
     """e(A, B) = e(alpha, beta) e(IC(x), gamma) e(C, delta).
 
     False for a proof that does not verify; ValueError when the number of public
     inputs does not match the key (a malformed call, not a bad proof).
     """
-    if len(public_inputs) + 1 != len(vk.gamma_abc_g1):
-        raise ValueError(
-            f"verifying key takes {len(vk.gamma_abc_g1) - 1} public inputs, got {len(public_inputs)}"
-        )
+    _check_arity(vk, public_inputs)
     ic = vk.gamma_abc_g1[0]
     if public_inputs:
         ic = ic + G1Point.multiexp_unchecked(vk.gamma_abc_g1[1:], [Scalar(x % R) for x in public_inputs])
@@ -389,8 +344,7 @@ def verify_all(vk: VerifyingKey, public_inputs: Sequence[Sequence[int]], proofs:
     if len(proofs) <= 1:
         return all(verify(vk, x, p) for x, p in zip(public_inputs, proofs, strict=True))
     for x in public_inputs:
-        if len(x) + 1 != len(vk.gamma_abc_g1):
-            raise ValueError(f"verifying key takes {len(vk.gamma_abc_g1) - 1} public inputs, got {len(x)}")
+        _check_arity(vk, x)
     rho = [secrets.randbits(128) | 1 for _ in proofs]
     weights = [Scalar(r) for r in rho]
     total = sum(rho) % R

@@ -2,7 +2,7 @@
 
 ``groth16.verify_all`` weighs the partitions by random 128-bit factors and checks them in one
 pairing product; it must agree with ``verify`` of each partition, whichever partition is bad.
-Needs no GPU (the check runs on the CPU for either prover), so it runs everywhere.
+The check runs on the CPU for either prover.
 """
 
 from __future__ import annotations
