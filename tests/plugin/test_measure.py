@@ -23,7 +23,7 @@ from pytest_cuzk.measure import stats
 from pytest_cuzk.proto import pb
 from pytest_cuzk.run.casefigures import case_figures, case_samples
 from pytest_cuzk.run.cases import Case
-from pytest_cuzk.run.plan import SAVED_PRECISION, Plan, run_case
+from pytest_cuzk.run.plan import SAVED_PRECISION, Plan, run_case, stable
 from pytest_cuzk.run.waves import CaseResult, Runner
 from pytest_cuzk.wire.kinds import KINDS
 
@@ -71,13 +71,20 @@ def measure(
 
 
 def test_a_steady_daemon_stops_once_three_windows_agree(daemon, pytester):
-    # Windows of 0.3 s hold 15 proofs of 20 ms: a stall of the busy test host moves one by a few
-    # percent, well inside the 25% asked, so the first three windows agree.
+    # Windows of 0.3 s hold 15 proofs of 20 ms: mostly the first three agree. A stall of a busy test
+    # host can still move one window past the 25% asked, so the test holds the rule, not the count:
+    # the case stops at the first window whose last three agree, and not before.
     result = measure(daemon, pytester, plan(window_s=0.3))
-    assert result.stabilised and result.windows == 3
-    assert result.stop_reason == "stable after 3 windows"
-    assert 20 <= len(result.proofs) <= 50, "three windows of 0.3 s of 20 ms proofs"
     assert [w.window for w in result.waves] == sorted(w.window for w in result.waves)
+    windows = [[w for w in result.waves if w.window == k] for k in sorted({w.window for w in result.waves})]
+    assert len(windows) == result.windows
+    assert result.stabilised and 3 <= result.windows <= 6, "a steady daemon settles within a few windows"
+    assert result.stop_reason == f"stable after {result.windows} windows"
+    assert stable(windows, 25.0)
+    assert not any(stable(windows[:k], 25.0) for k in range(3, result.windows)), (
+        "it stops at the first agreement"
+    )
+    assert 6 * result.windows <= len(result.proofs) <= 17 * result.windows, "windows of 0.3 s of 20 ms proofs"
 
 
 def test_a_daemon_that_will_not_settle_stops_at_the_budget(daemon, pytester):
