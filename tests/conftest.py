@@ -36,8 +36,14 @@ HERE = Path(__file__).resolve().parent
 # Folders whose tests carry a mark by where they live. The end-to-end and packaging tiers take
 # minutes (subprocess pytest runs, real daemons, wheels and venvs): `pytest tests` leaves them out
 # unless -m or a path inside them asks; `-m "e2e or packaging"` runs them (.ci/run runs both tiers).
-FOLDER_MARKS = {"e2e": "e2e", "packaging": "packaging", "gpu": "gpu"}
+# tests/plugin runs whole pytest sessions (in process, against fake daemons): end to end too.
+FOLDER_MARKS = {"e2e": "e2e", "plugin": "e2e", "packaging": "packaging", "gpu": "gpu"}
 SYSTEM_TIERS = ("e2e", "packaging")
+# Wherever it lives, a test that runs a system end to end is in the e2e tier: the real reference
+# engine (trusted setup, synthesis, MSMs: a second or more a proof on 2 cores), a pytest run in a
+# subprocess, a real PostgreSQL server or a headless browser. What is left, the loop, is unit tests:
+# one process, fake daemons and in-process servers, each test in milliseconds.
+SYSTEM_FIXTURES = ("ref_params", "inner", "browser", "pg_server")
 # Folders whose tests take seconds each (real proofs, in-process plugin runs) run first: what is
 # left at the end, when the workers even out their queues, are tests of milliseconds.
 LONG_FIRST = ("refengine", "plugin")
@@ -60,23 +66,31 @@ def _long_first(item: pytest.Item) -> int:
     return LONG_FIRST.index(folder) if folder in LONG_FIRST else len(LONG_FIRST)
 
 
+def _runs_a_system(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    on_postgresql = callspec is not None and callspec.params.get("db_url") == "postgresql"
+    return on_postgresql or any(f in getattr(item, "fixturenames", ()) for f in SYSTEM_FIXTURES)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=_long_first)  # stable: a module's tests stay together, so its fixtures are set up once
     for item in items:
         folder = _folder(item)
         if folder in FOLDER_MARKS:
             item.add_marker(FOLDER_MARKS[folder])
+        if _runs_a_system(item) and not item.get_closest_marker("e2e"):
+            item.add_marker("e2e")
         if HERE in item.path.parents:
             item.add_marker(OUR_TESTS_WARNINGS, append=False)  # first: a test's own filters override it
         if "pytester" in item.fixturenames:
             item.add_marker(USERS_RUN_WARNINGS)
     if config.option.markexpr:
         return  # the run chose its tiers
-    named = [Path(str(a).split("::")[0]).resolve() for a in config.args]
-    inside = {HERE / t for t in SYSTEM_TIERS if any(HERE / t == n or HERE / t in n.parents for n in named)}
+    # A path narrower than the whole suite (a folder, a file, a test) asks for all of its tests.
+    named = [n for n in (Path(str(a).split("::")[0]).resolve() for a in config.args) if n != HERE]
 
     def system(item: pytest.Item) -> bool:
-        asked = any(folder in item.path.parents for folder in inside) or any(item.path == n for n in named)
+        asked = any(item.path == n or n in item.path.parents for n in named)
         return not asked and any(item.get_closest_marker(t) for t in SYSTEM_TIERS)
 
     left_out = [system(item) for item in items]

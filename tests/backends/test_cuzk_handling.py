@@ -61,6 +61,7 @@ def _await(client: ProvingClient, job_id: str, outcome: list[BaseException]) -> 
         outcome.append(exc)
 
 
+@pytest.mark.e2e  # a daemon in a subprocess
 def test_stopping_sends_sigterm_which_stops_cuzk_where_sigint_does_not(tmp_path: Path) -> None:
     config = daemon_config(
         None, {"daemon": {"listen": listen_address(tmp_path)}, "srs": {"param_cache": str(tmp_path)}}

@@ -12,6 +12,8 @@ from support import not_an_xdist_worker
 
 from pytest_cuzk.core import compat
 
+pytestmark = pytest.mark.e2e  # each contract runs the other plugin in a real pytest run
+
 
 @pytest.fixture(autouse=True)
 def _inner_runs_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:

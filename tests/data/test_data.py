@@ -294,6 +294,7 @@ def _ensure_in_child(cache: str, manifest_path: str, barrier) -> None:
     DataStore(Path(cache), progress=lambda *a: None).ensure(manifest.entries["porep"][0], manifest)
 
 
+@pytest.mark.e2e  # two processes
 def test_two_processes_download_once(tmp_path, server):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.slow(0.03)  # ~0.5 s in flight, so the second process meets the lock
@@ -310,6 +311,7 @@ def test_two_processes_download_once(tmp_path, server):
     assert (tmp_path / "cache" / "c1.json").read_bytes() == PAYLOAD
 
 
+@pytest.mark.e2e  # two processes
 def test_the_deadline_holds_in_a_process_that_waited_for_another_ones_download(tmp_path, server):
     """Two xdist workers: the one that waits on the lock counts the wait, and does not fetch again."""
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))

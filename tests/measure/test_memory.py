@@ -15,6 +15,8 @@ from fakenvml import FakeNvml
 
 from pytest_cuzk.measure.memory import TRAVEL_MARKS, TRAVEL_POINTS, DaemonSampler, MemoryReport, MemorySeries
 
+pytestmark = pytest.mark.e2e  # samples real child processes
+
 MB = 1_000_000
 
 # A stand-in daemon driven over stdin, one command a line, answering "ok" once the command is done:

@@ -293,6 +293,7 @@ def test_gpu_and_margin_options_as_users_write_them(
     assert code == 0 and "must leave 20% of an offer's RAM free" in out
 
 
+@pytest.mark.e2e  # cuzk-perf in a subprocess
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ex.db'}"
     with ResultsDB(url) as db:

@@ -94,6 +94,7 @@ def test_nnz_mismatch_is_rejected(winning_cs, tmp_path):
         load_pce(path)
 
 
+@pytest.mark.e2e  # real proofs
 def test_pce_path_gives_the_same_witness_and_proof_as_the_cs_path(tmp_path):
     circuit = circuit_for("wpost-32g")
     blank = ConstraintSystem()

@@ -5,7 +5,11 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import pytest
+
 from pytest_cuzk.refengine.prover import RefProver
+
+pytestmark = pytest.mark.e2e  # two processes set up keys at once
 
 
 def _setup(cache: str, start, results) -> None:

@@ -253,6 +253,7 @@ def test_a_postgresql_url_without_its_driver_says_how_to_install_it(
     assert "needs the psycopg driver" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # writers in subprocesses
 def test_concurrent_writers_from_two_processes(db_url: str) -> None:
     with spawn_writer(db_url, "w1", 25) as w1, spawn_writer(db_url, "w2", 25) as w2:
         for w in (w1, w2):
@@ -267,6 +268,7 @@ def test_concurrent_writers_from_two_processes(db_url: str) -> None:
         assert sorted(r.test.proofs_ok for r in rows if r.run.label == label) == list(range(25))
 
 
+@pytest.mark.e2e  # a writer in a subprocess, killed
 def test_killed_run_keeps_whole_rows_only(db_url: str) -> None:
     with spawn_writer(db_url, "doomed", -1) as writer:
         assert writer.stdout is not None

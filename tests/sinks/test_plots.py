@@ -13,6 +13,8 @@ from fakenvml import FakeNvml
 from pytest_cuzk.measure.memory import DaemonSampler, MemoryReport
 from pytest_cuzk.sinks.plots import plot_memory
 
+pytestmark = pytest.mark.e2e  # plots the samples of a real child process
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 HOLDER = "import sys, time; b = b'x' * 80_000_000; print('ok', flush=True); sys.stdin.read()"
