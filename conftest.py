@@ -25,11 +25,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Without --figures the benchmarks folder is not even collected: a GPU benchmark would skip at import."""
+    if collection_path == BENCHMARKS and not config.getoption("--figures"):
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     own_tests = [item for item in items if SUITE not in item.path.parents]
     # Only when the plugin's own tests run: `pytest pytest_cuzk/suite` (or `pytest`) runs the suite itself.
     left_out = [item for item in items if SUITE in item.path.parents] if own_tests else []
-    if not config.getoption("--figures"):
+    if not config.getoption("--figures"):  # a benchmark file named on the command line
         left_out += [item for item in items if BENCHMARKS in item.path.parents]
     if left_out:
         config.hook.pytest_deselected(items=left_out)
