@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -110,7 +111,8 @@ def test_a_compared_run_measures_until_its_interval_is_within_half_the_limit(dae
     # A steady fake can reach ±0.5% within the three windows stability needs: ask for ±0.01%
     tight = measure(daemon, pytester, plan(precision=(("throughput", 0.01),), budget_s=3.0))
     loose = measure(daemon, pytester, plan(precision=(("throughput", 50.0),), budget_s=3.0))
-    assert loose.stop_reason == "stable after 6 windows", "a compared run measures 6 windows at least"
+    assert loose.windows >= 6, "a compared run measures 6 windows at least"
+    assert loose.stop_reason == f"stable after {loose.windows} windows"
     assert len(tight.proofs) > len(loose.proofs), "a ±0.01% interval needs more proofs than stability"
     half = stats.half_width_pct(case_samples(tight).series("window_s_per_proof"), stats.Rate())
     assert tight.stop_reason.startswith("stable after") == (half is not None and half <= 0.01)
@@ -159,14 +161,17 @@ def test_each_wave_is_one_benchmark_round_and_the_json_keeps_every_proof(fake_ru
     info = case["extra_info"]
     assert case["stats"]["rounds"] == info["waves"] == len(info["samples"]["wave_s"]) >= 9
     assert len(info["samples"]["latency_s"]) == info["proofs_ok"]
-    assert info["stabilised"] and info["stop_reason"] == "stable after 3 windows"
+    # Windows of 0.1 s hold 5 proofs: one stall of a busy host can keep three from agreeing at once.
+    windows = re.fullmatch(r"stable after (\d+) windows", info["stop_reason"])
+    assert info["stabilised"] and windows, info["stop_reason"]
     assert len(info["throughput_proofs_per_hour_ci"]) == 2
     result.stdout.fnmatch_lines(
         [
             "test*p50 s*p90 s*p99 s*proofs/h*±95%*RSS peak*VRAM peak*",
             "p99 n/a: needs at least 100 proofs, * measured",
             "RSS n/a: in-process fake daemon",
-            "test_prove[[]winning-batch1-j1[]]: * proofs in * waves, 3 windows, stable (stable after 3 *"
+            f"test_prove[[]winning-batch1-j1[]]: * proofs in * waves, {windows[1]} windows, "
+            f"stable (stable after {windows[1]} *"
             "plugin: client and transport *% of the daemon's time*",
         ]
     )
