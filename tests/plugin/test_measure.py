@@ -113,9 +113,10 @@ def test_a_compared_run_measures_until_its_interval_is_within_half_the_limit(dae
     loose = measure(daemon, pytester, plan(precision=(("throughput", 50.0),), budget_s=3.0))
     assert loose.windows >= 6, "a compared run measures 6 windows at least"
     assert loose.stop_reason == f"stable after {loose.windows} windows"
-    assert len(tight.proofs) > len(loose.proofs), "a ±0.01% interval needs more proofs than stability"
     half = stats.half_width_pct(case_samples(tight).series("window_s_per_proof"), stats.Rate())
     assert tight.stop_reason.startswith("stable after") == (half is not None and half <= 0.01)
+    if half is None or half > 0.01:  # on a loaded host the fake's windows can come out alike
+        assert len(tight.proofs) > len(loose.proofs), "short of ±0.01% it measured on, past stability"
 
 
 def test_requests_and_verification_stay_outside_the_timed_waves(daemon, pytester):
