@@ -42,7 +42,7 @@ SYSTEM_TIERS = ("e2e", "packaging")
 # Wherever it lives, a test that runs a system end to end is in the e2e tier: the real reference
 # engine (trusted setup, synthesis, MSMs: a second or more a proof on 2 cores), a pytest run in a
 # subprocess, a real PostgreSQL server or a headless browser. What is left, the loop, is unit tests:
-# one process, fake daemons and in-process servers, each test in milliseconds.
+# one process, fake daemons and in-process servers, most tests in milliseconds.
 SYSTEM_FIXTURES = ("ref_params", "inner", "browser", "pg_server")
 # Folders whose tests take seconds each (real proofs, in-process plugin runs) run first: what is
 # left at the end, when the workers even out their queues, are tests of milliseconds.
