@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from py_arkworks_bls12381 import GT, G1Point, G2Point, Scalar
 
 from .field import R, inv
+from .fixed_base import FixedBase
 from .msm_pool import Msm, start_msms
 from .qap import domain_for, query_scalars
 from .r1cs import Matrices
@@ -166,31 +167,31 @@ def generate_parameters(m: Matrices, t: ToxicWaste, timer: PhaseTimer | None = N
         k = [(t.beta * ui + t.alpha * vi + wi) % R for ui, vi, wi in zip(u, v, w, strict=True)]
         zt_delta = (pow(t.tau, domain.size, R) - 1) * delta_inv % R
         h_scalars = [pow(t.tau, i, R) * zt_delta % R for i in range(domain.size - 1)]
-    g1, g2 = G1Point(), G2Point()
+    g1, g2 = FixedBase(G1Point(), G1Point.identity()), FixedBase(G2Point(), G2Point.identity())
     with timer.phase("setup: G1 bases"):
         a_density = [j for j, x in enumerate(u) if x]
         b_density = [j for j, x in enumerate(v) if x]
         ni = m.num_inputs
         pk = ProvingKey(
             vk=VerifyingKey(
-                alpha_g1=g1 * Scalar(t.alpha),
-                beta_g2=g2 * Scalar(t.beta),
-                gamma_g2=g2 * Scalar(t.gamma),
-                delta_g2=g2 * Scalar(t.delta),
-                gamma_abc_g1=[g1 * Scalar(x * gamma_inv % R) for x in k[:ni]],
+                alpha_g1=g1.mul(t.alpha),
+                beta_g2=g2.mul(t.beta),
+                gamma_g2=g2.mul(t.gamma),
+                delta_g2=g2.mul(t.delta),
+                gamma_abc_g1=g1.muls([x * gamma_inv % R for x in k[:ni]]),
             ),
-            beta_g1=g1 * Scalar(t.beta),
-            delta_g1=g1 * Scalar(t.delta),
-            a_query=[g1 * Scalar(u[j]) for j in a_density],
-            b_g1_query=[g1 * Scalar(v[j]) for j in b_density],
+            beta_g1=g1.mul(t.beta),
+            delta_g1=g1.mul(t.delta),
+            a_query=g1.muls([u[j] for j in a_density]),
+            b_g1_query=g1.muls([v[j] for j in b_density]),
             b_g2_query=[],
-            h_query=[g1 * Scalar(x) for x in h_scalars],
-            l_query=[g1 * Scalar(x * delta_inv % R) for x in k[ni:]],
+            h_query=g1.muls(h_scalars),
+            l_query=g1.muls([x * delta_inv % R for x in k[ni:]]),
             a_density=a_density,
             b_density=b_density,
         )
     with timer.phase("setup: G2 bases"):
-        pk.b_g2_query = [g2 * Scalar(v[j]) for j in b_density]
+        pk.b_g2_query = g2.muls([v[j] for j in b_density])
     pk.meta.update(
         num_inputs=ni, num_aux=m.num_aux, num_constraints=m.num_constraints, domain_size=domain.size
     )
