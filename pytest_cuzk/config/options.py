@@ -24,7 +24,8 @@ __all__ = [
 ]
 
 DEFAULT_ADDR = "127.0.0.1:9820"
-REF_PRESETS = ("default", "medium", "large")  # the reference engine's circuit sizes (checked in its tests)
+# The reference engine's circuit sizes (checked in its tests).
+REF_PRESETS = ("default", "medium", "large", "xlarge")
 
 
 @dataclass(frozen=True)

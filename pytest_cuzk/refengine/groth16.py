@@ -213,13 +213,15 @@ class ProofInput:
     """One proof to make: the key, the full assignment z and h's coefficients (from the witness map).
 
     ``h_limbs``: h already on the GPU (the GPU witness map's output, an (n - 1, 8) limb array),
-    which only a ``G1Prover`` reads; ``h`` is then empty.
+    which only a ``G1Prover`` reads; ``h`` is then empty. ``z_limbs``: z on the GPU too (the
+    sparse products' input), which spares the G1 MSMs converting ``z`` again.
     """
 
     pk: ProvingKey
     z: list[Scalar]
     h: list[Scalar]
     h_limbs: Any = field(default=None, repr=False)
+    z_limbs: Any = field(default=None, repr=False)
 
     @classmethod
     def from_ints(cls, pk: ProvingKey, z: Sequence[int], h: Sequence[int]) -> ProofInput:

@@ -114,6 +114,7 @@ class Synthesized:
     z: list[Scalar] = field(repr=False, default_factory=list)
     h: list[Scalar] = field(repr=False, default_factory=list)
     h_limbs: Any = field(repr=False, default=None)  # h on the GPU (then ``h`` is empty)
+    z_limbs: Any = field(repr=False, default=None)  # z on the GPU, from its sparse products
 
 
 @dataclass
@@ -282,13 +283,16 @@ class RefProver:
         """All of one partition's CPU work, so that the prove stage is left with MSMs only.
 
         The assignment comes from the PCE when one exists, else from the constraint system (which
-        also extracts the PCE; that one-off is not counted in ``synth_s``). Then the witness map
-        and the conversion of z and h to native scalars.
+        also extracts the PCE; that one-off is not counted in ``synth_s``). Then A·z, B·z, C·z
+        (the PCE's sparse products; the constraint system has them already), the witness map
+        and the conversion of z and h to native scalars; the GPU prover runs the products and
+        the witness map on the device and keeps z and h there.
         """
         t0 = time.perf_counter()
-        z, abc, used_pce, cs = self._assign(job, partition)
+        z, src = self._assign(job, partition)
         assign_s = time.perf_counter() - t0
-        self.timer.add("synthesis: PCE path" if used_pce else "synthesis: constraint system", assign_s)
+        cs = src if isinstance(src, ConstraintSystem) else None
+        self.timer.add("synthesis: constraint system" if cs else "synthesis: witness (PCE path)", assign_s)
         if cs is not None and self.reuse_pce:
             self._extract_pce(job.kind.circuit_id, job.kind.pce_name, cs)
         elif cs is not None and job.kind.circuit_id not in self._extracted:
@@ -296,25 +300,31 @@ class RefProver:
             args = (job.kind.circuit_id, job.kind.pce_name, cs)
             threading.Thread(target=self._extract_pce, args=args, name="ref-pce", daemon=True).start()
         t1 = time.perf_counter()
-        domain = get_domain(len(abc[0]))
-        h_limbs = None
+        domain = get_domain(src.num_constraints)
+        h_limbs = z_limbs = None
         if self._gpu is not None:
-            with self.timer.phase("synthesis: witness map (GPU NTT)"):
-                h_limbs = self._gpu.witness_map(*abc, domain)
+            with self.timer.phase("synthesis: A·z, B·z, C·z + witness map (GPU)"):
+                if isinstance(src, ConstraintSystem):
+                    h_limbs = self._gpu.witness_map(src.a, src.b, src.c, domain)
+                else:
+                    h_limbs, z_limbs = self._gpu.witness_map_pce(src, z, domain)
             with self.timer.phase("synthesis: scalar conversion"):
                 zs, hs = to_scalars(z), []
         else:
+            if isinstance(src, ConstraintSystem):
+                abc = (src.a, src.b, src.c)
+            else:
+                with self.timer.phase("synthesis: A·z, B·z, C·z (PCE)"):
+                    abc = (src.a.matvec(z), src.b.matvec(z), src.c.matvec(z))
             with self.timer.phase("synthesis: witness map (FFT)"):
                 h = h_coefficients(*abc, domain)
             with self.timer.phase("synthesis: scalar conversion"):
                 zs, hs = to_scalars(z), to_scalars(h)
         synth_s = assign_s + time.perf_counter() - t1
-        return Synthesized(job, partition, synth_s, used_pce, len(abc[0]), zs, hs, h_limbs)
+        return Synthesized(job, partition, synth_s, cs is None, src.num_constraints, zs, hs, h_limbs, z_limbs)
 
-    def _assign(
-        self, job: ParsedJob, partition: int
-    ) -> tuple[list[int], tuple[list[int], list[int], list[int]], bool, ConstraintSystem | None]:
-        """(z, (A·z, B·z, C·z), used PCE, constraint system to extract a PCE from or None)."""
+    def _assign(self, job: ParsedJob, partition: int) -> tuple[list[int], Matrices | ConstraintSystem]:
+        """(z, the PCE's matrices when its path ran, else the constraint system that made z)."""
         circuit = circuit_for(job.kind.circuit_id)
         witness = job.inputs.witness(partition)
         m = self._resident_pce(job.kind.circuit_id, job.kind.pce_name)
@@ -322,14 +332,13 @@ class RefProver:
             w = WitnessCS()
             circuit.synthesize(w, self._preset, witness)
             if (len(w.inputs), len(w.aux)) == (m.num_inputs, m.num_aux):
-                z = w.assignment()
-                return z, (m.a.matvec(z), m.b.matvec(z), m.c.matvec(z)), True, None
+                return w.assignment(), m
             log.warning("PCE for %s does not fit the circuit; falling back", job.kind.circuit_id)
             with self._lock:
                 self._pce.pop(job.kind.circuit_id, None)
         cs = ConstraintSystem()
         circuit.synthesize(cs, self._preset, witness)
-        return cs.assignment(), (cs.a, cs.b, cs.c), False, cs
+        return cs.assignment(), cs
 
     def _extract_pce(self, circuit_id: str, name: str, cs: ConstraintSystem) -> None:
         """Write the circuit's PCE file; a failure (a full disk) is logged, as cuzk logs it, not fatal."""
@@ -359,12 +368,12 @@ class RefProver:
                     f"{pk.meta['num_constraints']}; delete {self.params_path(cid).name} and "
                     f"{part.job.kind.pce_file} from the param cache"
                 )
-            inputs.append(ProofInput(pk, part.z, part.h, part.h_limbs))
+            inputs.append(ProofInput(pk, part.z, part.h, part.h_limbs, part.z_limbs))
         try:
             proofs = create_random_proofs(inputs, self._pool, self.threads, self.timer, self._gpu)
         finally:
             for part in parts:  # the engine's workers hold the last work until the next arrives
-                part.h_limbs = None
+                part.h_limbs = part.z_limbs = None
         return [p.to_bytes() for p in proofs]
 
     def first_bad_partition(self, job: ParsedJob, proof: bytes) -> int | None:

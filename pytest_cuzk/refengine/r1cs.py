@@ -136,6 +136,11 @@ class ConstraintSystem(WitnessCS):
         for i in range(len(self.inputs)):
             self.enforce(Num(self.inputs[i], {i: 1}), zero, zero)
 
+    @property
+    def num_constraints(self) -> int:
+        """Constraints so far (``Matrices.num_constraints`` once finished)."""
+        return len(self.a)
+
     def first_unsatisfied(self) -> int | None:
         """Index of the first constraint with a*b != c, or None when the witness satisfies them all."""
         for i, (x, y, z) in enumerate(zip(self.a, self.b, self.c, strict=True)):

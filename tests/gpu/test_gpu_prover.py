@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import secrets
+from array import array
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from pytest_cuzk.refengine.gpu import open_gpu
 from pytest_cuzk.refengine.groth16 import ProofInput
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.qap import h_coefficients
+from pytest_cuzk.refengine.r1cs import CSR, Matrices
 from pytest_cuzk.wire.kinds import KINDS
 
 pytestmark = pytest.mark.gpu
@@ -115,14 +117,45 @@ def test_gpu_witness_map_matches_the_cpu(m, values):
     assert (got == fr_limbs(h_coefficients(a, b, c, domain))).all(), f"seed {seed}"
 
 
+def _csr(rnd: random.Random, rows: int, width: int, values: list[int] | None) -> CSR:
+    """Rows of 0 to 6 entries, one row of every column (a bit packing's), every tenth row empty."""
+    row_ptr, cols, vals = array("I", [0]), array("I"), []
+    for i in range(rows):
+        count = 0 if i % 10 == 0 else rnd.randint(1, 6)
+        picked = range(width) if i == rows // 2 else rnd.sample(range(width), count)
+        cols.extend(picked)
+        vals.extend(rnd.choice(values) if values else rnd.randrange(1, R) for _ in picked)
+        row_ptr.append(len(cols))
+    return CSR(row_ptr, cols, vals)
+
+
+@pytest.mark.parametrize("rows", [1, 700, 1024, 5000])
+@pytest.mark.parametrize("values", ["random", "edges"])
+def test_gpu_sparse_products_and_witness_map_match_the_cpu(rows, values):
+    seed = secrets.randbits(32)
+    rnd = random.Random(seed)
+    edge = [1, 2, R - 1, R - 2, 1 << 254] if values == "edges" else None
+    width = 300
+    m = Matrices(3, width - 3, *(_csr(rnd, rows, width, edge) for _ in range(3)))
+    z = [1] + [rnd.choice(edge) if edge else rnd.randrange(R) for _ in range(width - 1)]
+    domain = get_domain(rows)
+    h, z_dev = NTT.witness_map_pce(m, z, domain)
+    want = h_coefficients(m.a.matvec(z), m.b.matvec(z), m.c.matvec(z), domain)
+    assert (cupy.asnumpy(h) == fr_limbs(want)).all(), f"seed {seed}"
+    assert (cupy.asnumpy(z_dev) == fr_limbs(z)).all()
+
+
 @pytest.mark.parametrize("name", list(KINDS))
 def test_gpu_synthesis_gives_the_cpu_h(ref_data, ref_params, name):
-    """The GPU prover's synthesis leaves h on the device: the same coefficients as the CPU's."""
+    """The GPU prover's synthesis leaves h and z on the device: the same values as the CPU's."""
     _, _, cpu_parts = _parts(ref_data, ref_params, name)
     _, _, gpu_parts = _parts(ref_data, ref_params, name, gpu=GPU)
     for cpu, gpu in zip(cpu_parts, gpu_parts, strict=True):
         assert gpu.h == [] and cpu.h_limbs is None
         assert (cupy.asnumpy(gpu.h_limbs) == scalars_to_limbs(cpu.h)).all()
+        # The CPU prover wrote the PCE, so the GPU's sparse products ran, from z uploaded there.
+        assert gpu.used_pce
+        assert (cupy.asnumpy(gpu.z_limbs) == scalars_to_limbs(cpu.z)).all()
 
 
 def _parts(ref_data, ref_params, name: str, gpu=None):

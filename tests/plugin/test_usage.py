@@ -19,7 +19,7 @@ def _usage(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     [
         (
             ["--cuzk-preset=mediun"],
-            "Invalid value 'mediun' from option --cuzk-preset: use one of default, medium, large",
+            "Invalid value 'mediun' from option --cuzk-preset: use one of default, medium, large, xlarge",
         ),
         (
             ["--cuzk-results-db=defualt"],

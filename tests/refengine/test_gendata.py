@@ -81,7 +81,7 @@ def test_the_plugin_reads_every_sector_of_the_manifest(tmp_path):
 
 def test_unknown_preset_is_refused(tmp_path):
     with pytest.raises(
-        ValueError, match="unknown reference preset 'huge'; use one of: default, medium, large"
+        ValueError, match="unknown reference preset 'huge'; use one of: default, medium, large, xlarge"
     ):
         gendata.generate(tmp_path, preset="huge")
     with pytest.raises(ValueError, match="sectors must be at least 1, got 0"):

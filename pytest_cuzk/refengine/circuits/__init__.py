@@ -50,5 +50,9 @@ PRESETS: dict[str, Preset] = {
         # minutes per proof on a 16-core host.
         Preset("large", tree_depth=10, porep_challenges=40, snap_challenges=40, wpost_sectors=16,
                wpost_challenges=8, winning_challenges=66),
+        # ~234k-241k constraints (a 2^18-point domain): the GPU prover's preset,
+        # where MSMs and NTTs dominate a CPU proof. Its trusted setup takes about a minute a kind.
+        Preset("xlarge", tree_depth=12, porep_challenges=128, snap_challenges=128, wpost_sectors=48,
+               wpost_challenges=8, winning_challenges=400),
     )
 }  # fmt: skip

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import cupy
-import numpy as np
 from py_arkworks_bls12381 import G1Point
 
 from ..field import Domain
 from ..groth16 import ProofInput, ProvingKey
+from ..r1cs import Matrices
 from .msm import DeviceBases, GpuMsm, scalars_to_limbs
 from .ntt import GpuNtt
 
@@ -94,6 +94,10 @@ class GpuKeys:
         """h(x)'s coefficients from A·z, B·z, C·z, left on the device for the H query MSM."""
         return self.ntt.witness_map(a, b, c, domain)
 
+    def witness_map_pce(self, m: Matrices, z: list[int], domain: Domain) -> tuple[Any, Any]:
+        """(h, z) on the device, A·z, B·z, C·z made there from the PCE's matrices."""
+        return self.ntt.witness_map_pce(m, z, domain)
+
     def g1_sums(self, inputs: Sequence[ProofInput]) -> list[tuple[G1Point, G1Point, G1Point, G1Point]]:
         """The A, B (G1), L and H query sums of each proof; the proofs of one key in one batch of MSMs."""
         out: list[tuple[G1Point, G1Point, G1Point, G1Point] | None] = [None] * len(inputs)
@@ -107,7 +111,7 @@ class GpuKeys:
             with self._lock:
                 key = self._keys[id(pk)]
             with cupy.cuda.Device(self.msm.ordinal):
-                z = cupy.asarray(np.stack([scalars_to_limbs(inputs[i].z) for i in members]))
+                z = cupy.stack([_z_limbs(inputs[i]) for i in members])
                 h = cupy.stack([_h_limbs(inputs[i]) for i in members])
                 sums = zip(
                     msm(key.a, z[:, key.a_idx]),
@@ -119,6 +123,11 @@ class GpuKeys:
                 for i, four in zip(members, sums, strict=True):
                     out[i] = four
         return [four for four in out if four is not None]
+
+
+def _z_limbs(inp: ProofInput) -> Any:
+    """The proof's z as a device limb array: the GPU's sparse products', or converted from ``z``."""
+    return inp.z_limbs if inp.z_limbs is not None else cupy.asarray(scalars_to_limbs(inp.z))
 
 
 def _h_limbs(inp: ProofInput) -> Any:

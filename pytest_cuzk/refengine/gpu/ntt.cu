@@ -1,4 +1,5 @@
-// The QAP witness map of cuzk-ref's GPU prover: radix-2 NTTs over the BLS12-381 scalar field.
+// The QAP witness map of cuzk-ref's GPU prover: the PCE's sparse products and radix-2 NTTs over
+// the BLS12-381 scalar field.
 //
 // Fr: Montgomery form, R = 2^256, eight 32-bit limbs, little endian, multiplied by CIOS and
 // kept fully reduced (below r). Vectors are rows of a (batch, n) array of limbs; an NTT is a
@@ -162,4 +163,20 @@ extern "C" __global__ void quotient(const u32* abc, const u32* z_inv, u32* out, 
     fr b = fr_load(abc + ((size_t)n + i) * RL);
     fr c = fr_load(abc + ((size_t)2 * n + i) * RL);
     fr_store(out + (size_t)i * RL, fr_mul(fr_sub(fr_mul(a, b), c), fr_load(z_inv)));
+}
+
+// One sparse product (A·z, B·z or C·z) from the PCE's CSR matrix: out[i] = sum_k vals[k] z[cols[k]]
+// over row i's entries, in Montgomery form because vals are stored as val R^2 (one Montgomery
+// product with a canonical z[j] gives val z[j] R). Rows past the matrix's (the domain's padding)
+// are zero.
+extern "C" __global__ void spmv(const u32* row_ptr, const u32* cols, const u32* vals, const u32* z, u32* out,
+                                int rows, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr acc;
+    for (int k = 0; k < RL; k++) acc.v[k] = 0;
+    if (i < rows)
+        for (u32 k = row_ptr[i]; k < row_ptr[i + 1]; k++)
+            acc = fr_add(acc, fr_mul(fr_load(vals + (size_t)k * RL), fr_load(z + (size_t)cols[k] * RL)));
+    fr_store(out + (size_t)i * RL, acc);
 }

@@ -1,11 +1,14 @@
 """The QAP witness map on a CUDA device: ``ntt.cu`` compiled by NVRTC through CuPy.
 
 The same arithmetic as ``qap.h_coefficients`` (three iFFTs, three coset FFTs, the quotient by
-Z on the coset, one coset iFFT), as radix-2 NTTs over Fr in Montgomery form. The three vectors
-A·z, B·z, C·z go up once; h(x)'s coefficients stay on the device as the H query MSM's scalars
-(canonical 32-bit limbs), so they never become Python ints or native ``Scalar``s. Each
-domain's twiddles and scaling tables are made once, on the host, and kept on the device.
-CuPy is imported where the device is first used, so that ``fr_limbs`` needs only NumPy.
+Z on the coset, one coset iFFT), as radix-2 NTTs over Fr in Montgomery form. On the PCE path
+only z goes up: the PCE's matrices stay on the device and A·z, B·z, C·z are sparse products
+there (in Python they cost as much as the witness itself); after the constraint system the
+three vectors go up instead. h(x)'s coefficients stay on the device as the H query MSM's
+scalars (canonical 32-bit limbs), as z does for the other MSMs, so neither becomes Python ints
+or native ``Scalar``s again. Each domain's twiddles and scaling tables are made once, on the
+host, and kept on the device. CuPy is imported where the device is first used, so that
+``fr_limbs`` needs only NumPy.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..field import GENERATOR, Domain, R, inv
+from ..r1cs import CSR, Matrices
 
 __all__ = ["GpuNtt", "fr_limbs"]
 
@@ -33,8 +37,8 @@ def fr_limbs(values: list[int], rows: int | None = None) -> np.ndarray:
     return out
 
 
-def _mont(values: list[int]) -> np.ndarray:
-    return fr_limbs([x * _MONT % R for x in values])
+def _mont(values: list[int], times: int = _MONT) -> np.ndarray:
+    return fr_limbs([x * times % R for x in values])
 
 
 @dataclass
@@ -75,18 +79,20 @@ class GpuNtt:
         self.ordinal = ordinal
         self._lock = threading.Lock()
         self._tables: dict[int, _Tables] = {}
+        self._matrices: dict[int, tuple[Matrices, list[_DeviceCsr]]] = {}
         import cupy
 
         self._cp = cupy
         with cupy.cuda.Device(ordinal):
             module = cupy.RawModule(code=resources.files(__package__).joinpath("ntt.cu").read_text())
-            names = ("fr_to_mont", "bit_reverse", "butterflies", "scale_rows", "quotient")
+            names = ("fr_to_mont", "bit_reverse", "butterflies", "scale_rows", "quotient", "spmv")
             self._k = {name: module.get_function(name) for name in names}
 
     def forget(self) -> None:
-        """Drop the domains' tables (EvictSRS frees the device memory a key's proofs used)."""
+        """Drop the domains' tables and the PCEs (EvictSRS frees the device memory a key's proofs used)."""
         with self._lock:
             self._tables.clear()
+            self._matrices.clear()
 
     def _launch(self, name: str, threads: int, *args: Any) -> None:
         blocks = (threads + _BLOCK - 1) // _BLOCK
@@ -124,17 +130,59 @@ class GpuNtt:
         """h(x)'s coefficients h_0..h_{n-2}, an (n - 1, 8) device array of canonical limbs."""
         n = domain.size
         host = np.stack([fr_limbs(v, n) for v in (a, b, c)])
+        with self._lock, self._cp.cuda.Device(self.ordinal):
+            abc = self._cp.asarray(host)
+            self._launch("fr_to_mont", 3 * n, abc, np.int32(3 * n))
+            return self._h(abc, domain)
+
+    def witness_map_pce(self, m: Matrices, z: list[int], domain: Domain) -> tuple[Any, Any]:
+        """(h as ``witness_map`` gives it, z as an (len(z), 8) device array): A·z, B·z, C·z on the device."""
+        n, rows = domain.size, m.num_constraints
+        host = fr_limbs(z)
         cupy = self._cp
         with self._lock, cupy.cuda.Device(self.ordinal):
-            t = self._domain(domain)
-            log_n, batch = np.int32(t.log_n), np.int32(3)
-            abc = cupy.asarray(host)
-            self._launch("fr_to_mont", 3 * n, abc, np.int32(3 * n))
-            coeffs = self._ntt(abc, t.tw_inv, t.log_n)
-            self._launch("scale_rows", 3 * n, coeffs, t.to_coset, log_n, batch, np.int32(0))
-            evals = self._ntt(coeffs, t.tw, t.log_n)
-            q = cupy.empty((1, n, 8), dtype=cupy.uint32)
-            self._launch("quotient", n, evals, t.z_inv, q, log_n)
-            h = self._ntt(q, t.tw_inv, t.log_n)
-            self._launch("scale_rows", n, h, t.from_coset, log_n, np.int32(1), np.int32(1))
-            return h[0, : n - 1]
+            csrs = self._device_matrices(m)
+            z_dev = cupy.asarray(host)
+            abc = cupy.empty((3, n, 8), dtype=cupy.uint32)
+            for i, csr in enumerate(csrs):
+                args = (csr.row_ptr, csr.cols, csr.vals, z_dev, abc[i], np.int32(rows), np.int32(n))
+                self._launch("spmv", n, *args)
+            return self._h(abc, domain), z_dev
+
+    def _device_matrices(self, m: Matrices) -> list[_DeviceCsr]:
+        held = self._matrices.get(id(m))
+        if held is None:
+            held = (m, [_DeviceCsr.upload(self._cp, csr) for csr in (m.a, m.b, m.c)])
+            self._matrices[id(m)] = held
+        return held[1]
+
+    def _h(self, abc: Any, domain: Domain) -> Any:
+        """The canonical coefficients of h from the (3, n, 8) Montgomery evaluations of A·z, B·z, C·z."""
+        cupy, n = self._cp, domain.size
+        t = self._domain(domain)
+        log_n, batch = np.int32(t.log_n), np.int32(3)
+        coeffs = self._ntt(abc, t.tw_inv, t.log_n)
+        self._launch("scale_rows", 3 * n, coeffs, t.to_coset, log_n, batch, np.int32(0))
+        evals = self._ntt(coeffs, t.tw, t.log_n)
+        q = cupy.empty((1, n, 8), dtype=cupy.uint32)
+        self._launch("quotient", n, evals, t.z_inv, q, log_n)
+        h = self._ntt(q, t.tw_inv, t.log_n)
+        self._launch("scale_rows", n, h, t.from_coset, log_n, np.int32(1), np.int32(1))
+        return h[0, : n - 1]
+
+
+@dataclass
+class _DeviceCsr:
+    """One PCE matrix on the device, its values as val R^2 so that ``spmv`` leaves Montgomery form."""
+
+    row_ptr: Any
+    cols: Any
+    vals: Any
+
+    @classmethod
+    def upload(cls, cupy: Any, csr: CSR) -> _DeviceCsr:
+        return cls(
+            cupy.asarray(np.frombuffer(csr.row_ptr, dtype=np.uint32)),
+            cupy.asarray(np.frombuffer(csr.cols, dtype=np.uint32)),
+            cupy.asarray(_mont(csr.vals, _MONT * _MONT)),
+        )
