@@ -233,10 +233,11 @@ class Engine:
         ]
 
     def _synthesize_job(self, work: Work, job: Job) -> None:
+        assert job.parsed is not None, "parsed before synthesis"
+        self.prover.prefetch(job.parsed)  # a large circuit's partitions side by side, as cuzk's rayon pool
         parts = []
         for part in job.parts:
             part["state"] = "synthesizing"
-            assert job.parsed is not None, "parsed before synthesis"
             synthesized = self.prover.synthesize(job.parsed, part["index"])
             part["state"], part["synth_ms"] = "synth_done", round(synthesized.synth_s * 1000)
             job.synth_s += synthesized.synth_s

@@ -8,8 +8,8 @@ call deterministic cores that take them as arguments. Names follow the paper:
 auxiliary part over delta, ``h_query`` [tau^i Z(tau) / delta]_1.
 
 Curve work goes through py-arkworks-bls12381; its MSMs release the GIL, so the
-prover splits them over a thread pool. A ``G1Prover`` (the GPU prover) may take a proof's
-four G1 MSMs instead, while B's G2 MSM runs on the pool beside it. A ``ProofInput`` already holds native
+prover splits them over a thread pool. A ``DeviceProver`` (the GPU prover) may take a proof's
+five MSMs instead (four in G1, B's in G2). A ``ProofInput`` already holds native
 ``Scalar``s: converting Python ints is GIL-bound work that belongs with synthesis,
 not in the stage that should only run MSMs. Key files are read and written by ``keyfile``.
 """
@@ -35,7 +35,7 @@ from .r1cs import Matrices
 
 __all__ = [
     "PROOF_LEN",
-    "G1Prover",
+    "DeviceProver",
     "PhaseTimer",
     "Proof",
     "ProofInput",
@@ -213,8 +213,8 @@ class ProofInput:
     """One proof to make: the key, the full assignment z and h's coefficients (from the witness map).
 
     ``h_limbs``: h already on the GPU (the GPU witness map's output, an (n - 1, 8) limb array),
-    which only a ``G1Prover`` reads; ``h`` is then empty. ``z_limbs``: z on the GPU too (the
-    sparse products' input), which spares the G1 MSMs converting ``z`` again.
+    which only a ``DeviceProver`` reads; ``h`` is then empty. ``z_limbs``: z on the GPU too (the
+    sparse products' input), and ``z`` empty, for the same reason.
     """
 
     pk: ProvingKey
@@ -243,29 +243,29 @@ def _msm_jobs(inp: ProofInput) -> list[Msm]:
     ]
 
 
-class G1Prover(Protocol):
-    """Runs a proof's G1 MSMs somewhere other than the CPU pool (``gpu.keys.GpuKeys``)."""
+class DeviceProver(Protocol):
+    """Runs a proof's MSMs somewhere other than the CPU pool (``gpu.keys.GpuKeys``)."""
 
-    def g1_sums(self, inputs: Sequence[ProofInput]) -> list[tuple[G1Point, G1Point, G1Point, G1Point]]:
-        """The A, B (G1), L and H query sums of each proof, in order."""
+    def sums(self, inputs: Sequence[ProofInput]) -> list[tuple[G1Point, G1Point, G2Point, G1Point, G1Point]]:
+        """The A, B (G1), B (G2), L and H query sums of each proof, in order."""
         ...
 
 
 def _all_sums(
-    inputs: Sequence[ProofInput], pool: Executor | None, threads: int, timer: PhaseTimer, g1: G1Prover | None
+    inputs: Sequence[ProofInput],
+    pool: Executor | None,
+    threads: int,
+    timer: PhaseTimer,
+    device: DeviceProver | None,
 ) -> list:
-    """Five sums per proof in ``_msm_jobs`` order: all on the pool, or G1 on ``g1`` and G2 on the pool."""
+    """Five sums per proof in ``_msm_jobs`` order: on the pool, or all on ``device``."""
+    if device is not None:
+        with timer.phase("prove: MSMs (GPU)"):
+            return [x for five in device.sums(inputs) for x in five]
     with timer.phase("prove: MSM inputs"):
         jobs = [job for inp in inputs for job in _msm_jobs(inp)]
-    if g1 is None:
-        with timer.phase("prove: MSM"):
-            return start_msms(jobs, pool, threads)()
-    g2_sums = start_msms(jobs[2::5], pool, threads)
-    with timer.phase("prove: G1 MSMs (GPU)"):
-        g1_sums = g1.g1_sums(inputs)
-    with timer.phase("prove: G2 MSM (CPU, waited for)"):
-        b2 = g2_sums()
-    return [x for (a, b1, lq, h), b in zip(g1_sums, b2, strict=True) for x in (a, b1, b, lq, h)]
+    with timer.phase("prove: MSM"):
+        return start_msms(jobs, pool, threads)()
 
 
 def create_proofs(
@@ -274,14 +274,14 @@ def create_proofs(
     pool: Executor | None = None,
     threads: int = 1,
     timer: PhaseTimer | None = None,
-    g1: G1Prover | None = None,
+    device: DeviceProver | None = None,
 ) -> list[Proof]:
     """Deterministic core: prove each input with its own (r, s), all MSMs in one pass over ``pool``.
 
-    With ``g1`` the G1 MSMs run there instead; the proofs are the same bytes either way.
+    With ``device`` the MSMs run there instead; the proofs are the same bytes either way.
     """
     timer = timer or PhaseTimer()
-    sums = _all_sums(inputs, pool, threads, timer, g1)
+    sums = _all_sums(inputs, pool, threads, timer, device)
     with timer.phase("prove: assemble"):
         return [
             _assemble(inp.pk, sums[5 * i : 5 * i + 5], r, s)
@@ -304,11 +304,11 @@ def create_random_proofs(
     pool: Executor | None = None,
     threads: int = 1,
     timer: PhaseTimer | None = None,
-    g1: G1Prover | None = None,
+    device: DeviceProver | None = None,
 ) -> list[Proof]:
     """Zero-knowledge proofs: fresh random (r, s) for each."""
     blinding = [(secrets.randbelow(R), secrets.randbelow(R)) for _ in inputs]
-    return create_proofs(inputs, blinding, pool, threads, timer, g1)
+    return create_proofs(inputs, blinding, pool, threads, timer, device)
 
 
 def _check_arity(vk: VerifyingKey, public_inputs: Sequence[int]) -> None:

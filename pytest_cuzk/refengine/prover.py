@@ -3,7 +3,8 @@
 Stages as in cuzk's pipeline: ``parse`` (request to circuit inputs, cuzk's
 error messages), ``synthesize`` (one partition's CPU work, all GIL-bound Python:
 witness, A·z, B·z, C·z, the QAP witness map (FFTs) to h(x), and z and h as native
-scalars; on the GPU prover the witness map runs on the GPU and h stays there),
+scalars; on the GPU prover the witness map runs on the GPU and h stays there; a large
+circuit's partition witnesses are computed side by side in worker processes, ``prefetch``),
 ``prove`` (the "GPU" stage: only the MSMs, which release the GIL and are
 sliced over a thread pool so that every core works; any number of partitions in
 one pass), ``self_check`` (full pairing verification). Keeping the prove stage
@@ -23,11 +24,10 @@ extracted again, in the background, after every start and never read back.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +40,6 @@ from ..wire.kinds import ProofKindInfo
 from . import keyfile
 from .circuits import PRESETS, JobInputError, Preset
 from .circuits.registry import Inputs, circuit_for
-from .errors import RefEngineError
 from .field import get_domain
 from .gpu import CPU_LABEL
 from .groth16 import (
@@ -51,10 +50,12 @@ from .groth16 import (
     generate_random_parameters,
     to_scalars,
 )
+from .param_cache import check_param_cache
 from .pce import PceError, constraint_digest, load_pce, pce_path, write_pce
 from .qap import h_coefficients
-from .r1cs import ConstraintSystem, Matrices, WitnessCS
+from .r1cs import ConstraintSystem, Matrices
 from .verify import first_bad_partition, key_stem
+from .witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_witness, usable_cpus
 
 if TYPE_CHECKING:
     from .gpu.keys import GpuKeys
@@ -63,34 +64,13 @@ if TYPE_CHECKING:
 __all__ = [
     "PRESETS",
     "JobInputError",
-    "ParamCacheError",
     "ParsedJob",
     "Preset",
     "RefProver",
     "Synthesized",
-    "check_param_cache",
 ]
 
 log = logging.getLogger(__name__)
-
-
-class ParamCacheError(RefEngineError, ValueError):
-    """A param cache the engine cannot use; the message names it and says what to do."""
-
-
-def check_param_cache(path: Path) -> None:
-    """Make the param cache (a writable directory) or say why it cannot be one."""
-    if path.exists() and not path.is_dir():
-        raise ParamCacheError(f"param cache {path} is not a directory; set srs.param_cache to a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ParamCacheError(f"cannot create param cache {path}: {exc.strerror}") from exc
-    if not os.access(path, os.W_OK):
-        raise ParamCacheError(
-            f"param cache {path} is read-only: cuzk-ref writes its keys, PCE files and locks there; "
-            "make it writable or set srs.param_cache to another directory"
-        )
 
 
 @dataclass(frozen=True)
@@ -100,6 +80,10 @@ class ParsedJob:
     kind: ProofKindInfo
     partitions: int
     inputs: Inputs = field(repr=False)
+    witnesses: dict[int, Future[tuple[int, list[int]]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """Partition witnesses under way in the worker processes (``RefProver.prefetch``), by partition."""
 
 
 @dataclass
@@ -134,6 +118,7 @@ class RefProver:
         threads: int = 0,
         reuse_pce: bool = True,
         gpu: GpuMsm | None = None,
+        parallel_from: int = MIN_CONSTRAINTS,
     ) -> None:
         if preset not in PRESETS:
             raise ValueError(f"unknown reference preset {preset!r}; use one of: {', '.join(PRESETS)}")
@@ -142,8 +127,10 @@ class RefProver:
         self.reuse_pce = reuse_pce
         self._preset = PRESETS[preset]
         self.seed = seed  # the data seed the engine passes to gendata; proofs always use fresh randomness
-        self.threads = threads or _usable_cpus()
+        self.threads = threads or usable_cpus()
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ref-msm")
+        self._witness_pool = WitnessPool(self.threads)
+        self._parallel_from = parallel_from  # the smallest circuit whose witnesses go to the workers
         self._lock = threading.Lock()
         self._circuit_locks: dict[str, threading.Lock] = {}
         self._keys: dict[str, _Resident] = {}
@@ -279,6 +266,23 @@ class RefProver:
             self._pce[circuit_id] = m
             return m
 
+    def prefetch(self, job: ParsedJob) -> None:
+        """Start the job's partition witnesses in the worker processes, when its circuit is large.
+
+        Only on the PCE path (the constraint system's path extracts the PCE in this process);
+        a partition whose witness the request cannot give (``JobInputError``) and the ones after
+        it are left to ``synthesize``, which raises it with the partition's number.
+        """
+        m = self._resident_pce(job.kind.circuit_id, job.kind.pce_name)
+        if m is None or job.partitions < 2 or m.num_constraints < self._parallel_from:
+            return
+        for k in range(job.partitions):
+            try:
+                witness = job.inputs.witness(k)
+            except JobInputError:
+                return
+            job.witnesses[k] = self._witness_pool.submit(job.kind.circuit_id, self._preset, witness)
+
     def synthesize(self, job: ParsedJob, partition: int) -> Synthesized:
         """All of one partition's CPU work, so that the prove stage is left with MSMs only.
 
@@ -305,11 +309,10 @@ class RefProver:
         if self._gpu is not None:
             with self.timer.phase("synthesis: A·z, B·z, C·z + witness map (GPU)"):
                 if isinstance(src, ConstraintSystem):
-                    h_limbs = self._gpu.witness_map(src.a, src.b, src.c, domain)
+                    h_limbs, z_limbs = self._gpu.witness_map(src.a, src.b, src.c, z, domain)
                 else:
                     h_limbs, z_limbs = self._gpu.witness_map_pce(src, z, domain)
-            with self.timer.phase("synthesis: scalar conversion"):
-                zs, hs = to_scalars(z), []
+            zs, hs = [], []  # the MSMs read z and h on the device
         else:
             if isinstance(src, ConstraintSystem):
                 abc = (src.a, src.b, src.c)
@@ -326,18 +329,21 @@ class RefProver:
     def _assign(self, job: ParsedJob, partition: int) -> tuple[list[int], Matrices | ConstraintSystem]:
         """(z, the PCE's matrices when its path ran, else the constraint system that made z)."""
         circuit = circuit_for(job.kind.circuit_id)
-        witness = job.inputs.witness(partition)
         m = self._resident_pce(job.kind.circuit_id, job.kind.pce_name)
+        pending = job.witnesses.pop(partition, None)
         if m is not None:
-            w = WitnessCS()
-            circuit.synthesize(w, self._preset, witness)
-            if (len(w.inputs), len(w.aux)) == (m.num_inputs, m.num_aux):
-                return w.assignment(), m
+            if pending is not None:
+                num_inputs, z = pending.result()
+            else:
+                witness = job.inputs.witness(partition)
+                num_inputs, z = partition_witness(job.kind.circuit_id, self._preset, witness)
+            if (num_inputs, len(z) - num_inputs) == (m.num_inputs, m.num_aux):
+                return z, m
             log.warning("PCE for %s does not fit the circuit; falling back", job.kind.circuit_id)
             with self._lock:
                 self._pce.pop(job.kind.circuit_id, None)
         cs = ConstraintSystem()
-        circuit.synthesize(cs, self._preset, witness)
+        circuit.synthesize(cs, self._preset, job.inputs.witness(partition))
         return cs.assignment(), cs
 
     def _extract_pce(self, circuit_id: str, name: str, cs: ConstraintSystem) -> None:
@@ -387,12 +393,6 @@ class RefProver:
         return dict(self.timer.totals)
 
     def close(self) -> None:
-        """Stop the MSM thread pool."""
+        """Stop the MSM thread pool and the witness workers."""
         self._pool.shutdown(wait=True)
-
-
-def _usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, which containers and taskset narrow)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
+        self._witness_pool.close()

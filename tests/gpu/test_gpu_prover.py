@@ -12,7 +12,7 @@ from array import array
 
 import numpy as np
 import pytest
-from py_arkworks_bls12381 import G1Point, Scalar
+from py_arkworks_bls12381 import Scalar
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine import groth16, keyfile
@@ -35,13 +35,13 @@ import cupy  # noqa: E402 - only where open_gpu found CuPy and a device
 from pytest_cuzk.refengine.gpu.keys import GpuKeys  # noqa: E402
 from pytest_cuzk.refengine.gpu.msm import scalars_to_limbs  # noqa: E402
 from pytest_cuzk.refengine.gpu.ntt import GpuNtt, fr_limbs  # noqa: E402
+from pytest_cuzk.refengine.gpu.points import G1, G2, Group  # noqa: E402
 
-G = G1Point()
 
-
-def _points(rnd: random.Random, n: int) -> list[G1Point]:
+def _points(rnd: random.Random, n: int, group: Group = G1) -> list:
     """Distinct pseudo-random points: a random start, then steps of a random point."""
-    p, step = G * Scalar(rnd.randrange(1, R)), G * Scalar(rnd.randrange(1, R))
+    g = group.point()
+    p, step = g * Scalar(rnd.randrange(1, R)), g * Scalar(rnd.randrange(1, R))
     out = []
     for _ in range(n):
         out.append(p)
@@ -52,15 +52,15 @@ def _points(rnd: random.Random, n: int) -> list[G1Point]:
 SIZES = {"one": 1, "two": 2, "small": 33, "random": 3000, "wide": 20_000, "max window": 1 << 17}
 
 
-def _case(name: str, rnd: random.Random) -> tuple[list[G1Point], list[int]]:
+def _case(name: str, rnd: random.Random, group: Group) -> tuple[list, list[int]]:
     n = SIZES.get(name, 400)
-    pts, ks = _points(rnd, n), [rnd.randrange(R) for _ in range(n)]
+    pts, ks = _points(rnd, n, group), [rnd.randrange(R) for _ in range(n)]
     if name == "zero scalars":
         ks = [0 if i % 3 else k for i, k in enumerate(ks)]
     elif name == "all zero":
         ks = [0] * n
     elif name == "identity bases":
-        pts = [G1Point.identity() if i % 4 == 0 else p for i, p in enumerate(pts)]
+        pts = [group.point.identity() if i % 4 == 0 else p for i, p in enumerate(pts)]
     elif name == "repeated base":
         pts = [pts[0]] * n
     elif name == "near r":
@@ -76,26 +76,36 @@ CASES = ["one", "two", "small", "random", "wide", "max window", "zero scalars", 
          "identity bases", "repeated base", "near r", "cancelling", "equal terms"]  # fmt: skip
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_gpu_msm_matches_arkworks(name):
+G2_CASES = ["one", "two", "small", "random", "wide", "zero scalars", "all zero", "identity bases",
+            "repeated base", "near r", "cancelling", "equal terms"]  # fmt: skip
+"""G2's cases: all of G1's but the largest size, whose window G1's case covers (the same kernels)."""
+
+
+@pytest.mark.parametrize(
+    ("group", "name"),
+    [*((G1, n) for n in CASES), *((G2, n) for n in G2_CASES)],
+    ids=[*(f"G1-{n}" for n in CASES), *(f"G2-{n}" for n in G2_CASES)],
+)
+def test_gpu_msm_matches_arkworks(group, name):
     seed = secrets.randbits(32)
-    pts, ks = _case(name, random.Random(seed))
+    pts, ks = _case(name, random.Random(seed), group)
     scalars = [Scalar(k) for k in ks]
-    got = GPU.msm(GPU.upload(pts), scalars_to_limbs(scalars))
-    assert got == G1Point.multiexp_unchecked(pts, scalars), f"seed {seed}"
+    got = GPU.msm(GPU.upload(pts, group), scalars_to_limbs(scalars))
+    assert got == group.point.multiexp_unchecked(pts, scalars), f"seed {seed}"
 
 
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
 @pytest.mark.parametrize("batch", [1, 3, 10])
-def test_gpu_msm_batch_matches_arkworks_row_by_row(batch):
+def test_gpu_msm_batch_matches_arkworks_row_by_row(group, batch):
     """A batch of MSMs over one set of bases: each row its own sum, a zero row the identity."""
     seed = secrets.randbits(32)
     rnd = random.Random(seed)
-    pts = _points(rnd, 700)
+    pts = _points(rnd, 700, group)
     rows = [[rnd.randrange(R) for _ in pts] for _ in range(batch)]
     rows[-1] = [0] * len(pts) if batch > 1 else rows[-1]
     limbs = np.stack([scalars_to_limbs([Scalar(k) for k in row]) for row in rows])
-    got = GPU.msm_batch(GPU.upload(pts), limbs)
-    want = [G1Point.multiexp_unchecked(pts, [Scalar(k) for k in row]) for row in rows]
+    got = GPU.msm_batch(GPU.upload(pts, group), limbs)
+    want = [group.point.multiexp_unchecked(pts, [Scalar(k) for k in row]) for row in rows]
     assert got == want, f"seed {seed}"
 
 
@@ -151,7 +161,7 @@ def test_gpu_synthesis_gives_the_cpu_h(ref_data, ref_params, name):
     _, _, cpu_parts = _parts(ref_data, ref_params, name)
     _, _, gpu_parts = _parts(ref_data, ref_params, name, gpu=GPU)
     for cpu, gpu in zip(cpu_parts, gpu_parts, strict=True):
-        assert gpu.h == [] and cpu.h_limbs is None
+        assert gpu.h == [] and gpu.z == [] and cpu.h_limbs is None
         assert (cupy.asnumpy(gpu.h_limbs) == scalars_to_limbs(cpu.h)).all()
         # The CPU prover wrote the PCE, so the GPU's sparse products ran, from z uploaded there.
         assert gpu.used_pce
@@ -176,7 +186,7 @@ def test_gpu_proof_is_byte_identical_to_the_cpu_proof(ref_data, ref_params, name
     inputs = [ProofInput(pk, p.z, p.h) for p in parts]
     blinding = [(secrets.randbelow(R), secrets.randbelow(R)) for _ in inputs]
     cpu = b"".join(p.to_bytes() for p in groth16.create_proofs(inputs, blinding))
-    gpu = b"".join(p.to_bytes() for p in groth16.create_proofs(inputs, blinding, g1=GpuKeys(GPU)))
+    gpu = b"".join(p.to_bytes() for p in groth16.create_proofs(inputs, blinding, device=GpuKeys(GPU)))
     assert gpu == cpu
     assert prover.first_bad_partition(job, gpu) is None
 
@@ -201,7 +211,7 @@ def test_gpu_engine_keeps_the_srs_on_the_device_until_evicted(start_engine, ref_
     stub.PreloadSRS(pb.PreloadSrsRequest(circuit_id=cid), timeout=300)
     pk = keyfile.read_params(engine.prover.params_path(cid))
     g1_bases = len(pk.a_query) + len(pk.b_g1_query) + len(pk.h_query) + len(pk.l_query)
-    assert _pool_bytes() - before >= 96 * g1_bases
+    assert _pool_bytes() - before >= 96 * g1_bases + 192 * len(pk.b_g2_query)
     result = stub.Prove(pb.ProveRequest(submit=ref_data.request("porep", "gpu-1")), timeout=300).result
     assert result.status == pb.AwaitProofResponse.COMPLETED, result.error_message
     assert stub.EvictSRS(pb.EvictSrsRequest(circuit_id=cid), timeout=10).was_loaded
@@ -210,10 +220,10 @@ def test_gpu_engine_keeps_the_srs_on_the_device_until_evicted(start_engine, ref_
 
 def test_slow_factor_slows_the_gpu_stage(start_engine, ref_data):
     running = start_engine(faults=Faults(slow_factor=3.0))
-    before = running.engine.prover.timings().get("prove: G1 MSMs (GPU)", 0.0)
+    before = running.engine.prover.timings().get("prove: MSMs (GPU)", 0.0)
     req = pb.ProveRequest(submit=ref_data.request("winning", "slow-1"))
     result = running.stub.Prove(req, timeout=300).result
     assert result.status == pb.AwaitProofResponse.COMPLETED, result.error_message
-    gpu_s = running.engine.prover.timings()["prove: G1 MSMs (GPU)"] - before
+    gpu_s = running.engine.prover.timings()["prove: MSMs (GPU)"] - before
     assert gpu_s > 0
     assert result.gpu_compute_ms >= 3.0 * gpu_s * 1000 - 1

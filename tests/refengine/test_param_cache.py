@@ -15,8 +15,9 @@ from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.config import RefConfig
 from pytest_cuzk.refengine.engine import Engine
+from pytest_cuzk.refengine.param_cache import ParamCacheError
 from pytest_cuzk.refengine.pce import load_pce, write_pce
-from pytest_cuzk.refengine.prover import ParamCacheError, RefProver
+from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.r1cs import ConstraintSystem
 from pytest_cuzk.wire.kinds import KINDS
 

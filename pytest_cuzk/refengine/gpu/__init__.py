@@ -1,9 +1,9 @@
-"""cuzk-ref's GPU prover: the proof's G1 MSMs as CUDA kernels, loaded through CuPy.
+"""cuzk-ref's GPU prover: the proof's MSMs, sparse products and NTTs as CUDA kernels, loaded through CuPy.
 
 ``open_gpu`` picks the device from cuzk's ``[gpus] devices`` (absent: every CUDA device, as
 cuzk; cuzk-ref proves on the first one listed) and says why the CPU prover runs instead when
 there is no CuPy, no CUDA device, or an explicitly empty ``devices = []``. CuPy is imported
-only here and in ``msm``, so the CPU prover never needs it (``pip install 'pytest-cuzk[gpu]'``).
+only in this package, past ``open_gpu``, so the CPU prover never needs it (the ``gpu`` extra).
 """
 
 from __future__ import annotations

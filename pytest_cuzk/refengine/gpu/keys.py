@@ -1,9 +1,10 @@
-"""Proving keys resident on the GPU, the four G1 MSMs of a proof run against them, and the witness map.
+"""Proving keys resident on the GPU, the five MSMs of a proof run against them, and the witness map.
 
-A key's A, B (G1), H and L query bases go to the device when the key is loaded (PreloadSRS or
-a first proof), so the device memory shows the SRS as cuzk's does, and leave it on EvictSRS
-(``evict`` also drops the witness map's tables and returns CuPy's cached blocks to the
-driver). B in G2 stays on the CPU beside the GPU, as supraseal's prover keeps it. The
+A key's A, B (G1 and G2), H and L query bases go to the device when the key is loaded
+(PreloadSRS or a first proof), so the device memory shows the SRS as cuzk's does, and leave
+it on EvictSRS (``evict`` also drops the witness map's tables and returns CuPy's cached
+blocks to the driver). B in G2 runs on the GPU too (supraseal keeps it on the CPU beside the
+GPU; here that CPU MSM was a third of a large proof's time, and the noisiest part of it). The
 partitions of one key in a prove pass share one batch of launches per query.
 """
 
@@ -15,13 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import cupy
-from py_arkworks_bls12381 import G1Point
+from py_arkworks_bls12381 import G1Point, G2Point
 
 from ..field import Domain
 from ..groth16 import ProofInput, ProvingKey
 from ..r1cs import Matrices
 from .msm import DeviceBases, GpuMsm, scalars_to_limbs
-from .ntt import GpuNtt
+from .ntt import GpuNtt, fr_limbs
+from .points import G1, G2
 
 __all__ = ["GpuKeys"]
 
@@ -29,21 +31,22 @@ __all__ = ["GpuKeys"]
 @dataclass
 class _DeviceKey:
     pk: ProvingKey  # held so that the id it is filed under stays this key's
-    a: DeviceBases
-    b1: DeviceBases
-    h: DeviceBases
-    l: DeviceBases  # noqa: E741 - the paper's L query
+    a: DeviceBases[G1Point]
+    b1: DeviceBases[G1Point]
+    b2: DeviceBases[G2Point]
+    h: DeviceBases[G1Point]
+    l: DeviceBases[G1Point]  # noqa: E741 - the paper's L query
     a_idx: Any
     b_idx: Any
 
     @property
     def nbytes(self) -> int:
-        bases = self.a.nbytes + self.b1.nbytes + self.h.nbytes + self.l.nbytes
+        bases = self.a.nbytes + self.b1.nbytes + self.b2.nbytes + self.h.nbytes + self.l.nbytes
         return int(bases + self.a_idx.nbytes + self.b_idx.nbytes)
 
 
 class GpuKeys:
-    """The G1 side of the proving keys on one device; implements ``groth16.G1Prover``."""
+    """The proving keys on one device; implements ``groth16.DeviceProver``."""
 
     def __init__(self, msm: GpuMsm) -> None:
         self.msm = msm
@@ -57,7 +60,7 @@ class GpuKeys:
         return self.msm.label
 
     def load(self, pk: ProvingKey) -> int:
-        """Upload ``pk``'s G1 bases unless resident; the device bytes they take."""
+        """Upload ``pk``'s bases unless resident; the device bytes they take."""
         with self._lock:
             key = self._keys.get(id(pk))
             if key is None:
@@ -70,7 +73,16 @@ class GpuKeys:
         with cupy.cuda.Device(self.msm.ordinal):
             a_idx = cupy.asarray(pk.a_density, dtype=cupy.int64)
             b_idx = cupy.asarray(pk.b_density, dtype=cupy.int64)
-        return _DeviceKey(pk, up(pk.a_query), up(pk.b_g1_query), up(pk.h_query), up(pk.l_query), a_idx, b_idx)
+        return _DeviceKey(
+            pk,
+            up(pk.a_query, G1),
+            up(pk.b_g1_query, G1),
+            up(pk.b_g2_query, G2),
+            up(pk.h_query, G1),
+            up(pk.l_query, G1),
+            a_idx,
+            b_idx,
+        )
 
     def evict(self, pk: ProvingKey) -> int:
         """Free ``pk``'s device bases; the bytes freed (0 when it was not resident)."""
@@ -90,17 +102,21 @@ class GpuKeys:
         with self._lock:
             return sum(k.nbytes for k in self._keys.values())
 
-    def witness_map(self, a: list[int], b: list[int], c: list[int], domain: Domain) -> Any:
-        """h(x)'s coefficients from A·z, B·z, C·z, left on the device for the H query MSM."""
-        return self.ntt.witness_map(a, b, c, domain)
+    def witness_map(
+        self, a: list[int], b: list[int], c: list[int], z: list[int], domain: Domain
+    ) -> tuple[Any, Any]:
+        """(h, z) on the device for the MSMs, h from the constraint system's A·z, B·z, C·z."""
+        h = self.ntt.witness_map(a, b, c, domain)
+        with cupy.cuda.Device(self.msm.ordinal):
+            return h, cupy.asarray(fr_limbs(z))
 
     def witness_map_pce(self, m: Matrices, z: list[int], domain: Domain) -> tuple[Any, Any]:
         """(h, z) on the device, A·z, B·z, C·z made there from the PCE's matrices."""
         return self.ntt.witness_map_pce(m, z, domain)
 
-    def g1_sums(self, inputs: Sequence[ProofInput]) -> list[tuple[G1Point, G1Point, G1Point, G1Point]]:
-        """The A, B (G1), L and H query sums of each proof; the proofs of one key in one batch of MSMs."""
-        out: list[tuple[G1Point, G1Point, G1Point, G1Point] | None] = [None] * len(inputs)
+    def sums(self, inputs: Sequence[ProofInput]) -> list[tuple[G1Point, G1Point, G2Point, G1Point, G1Point]]:
+        """The A, B (G1), B (G2), L and H query sums of each proof; a key's proofs in one batch of MSMs."""
+        out: list[tuple[G1Point, G1Point, G2Point, G1Point, G1Point] | None] = [None] * len(inputs)
         by_key: dict[int, list[int]] = {}
         for i, inp in enumerate(inputs):
             by_key.setdefault(id(inp.pk), []).append(i)
@@ -113,16 +129,18 @@ class GpuKeys:
             with cupy.cuda.Device(self.msm.ordinal):
                 z = cupy.stack([_z_limbs(inputs[i]) for i in members])
                 h = cupy.stack([_h_limbs(inputs[i]) for i in members])
+                zb = z[:, key.b_idx]
                 sums = zip(
                     msm(key.a, z[:, key.a_idx]),
-                    msm(key.b1, z[:, key.b_idx]),
+                    msm(key.b1, zb),
+                    msm(key.b2, zb),
                     msm(key.l, z[:, pk.num_inputs :]),
                     msm(key.h, h),
                     strict=True,
                 )
-                for i, four in zip(members, sums, strict=True):
-                    out[i] = four
-        return [four for four in out if four is not None]
+                for i, five in zip(members, sums, strict=True):
+                    out[i] = five
+        return [five for five in out if five is not None]
 
 
 def _z_limbs(inp: ProofInput) -> Any:

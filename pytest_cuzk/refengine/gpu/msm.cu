@@ -1,10 +1,12 @@
-// BLS12-381 G1 multi-scalar multiplication for cuzk-ref's GPU prover.
+// BLS12-381 G1 and G2 multi-scalar multiplication for cuzk-ref's GPU prover.
 //
 // Fp: Montgomery form, R = 2^384, twelve 32-bit limbs, little endian, multiplied by CIOS and
-// kept fully reduced (below p), so that zero has one representation.
-// Points: affine bases (x, y: 24 limbs), sums in XYZZ coordinates (x = X/ZZ, y = Y/ZZZ,
-// ZZ^3 = ZZZ^2; the identity has ZZ = 0), with the add-2008-s, madd-2008-s and dbl-2008-s-1
-// formulas of the Explicit-Formulas Database (a = 0).
+// kept fully reduced (below p), so that zero has one representation. Fp2 = Fp[u] / (u^2 + 1),
+// (c0, c1), Karatsuba products: G2's coordinates, in the order py-arkworks writes them.
+// Points: affine bases (x, y: 2 field elements), sums in XYZZ coordinates (x = X/ZZ,
+// y = Y/ZZZ, ZZ^3 = ZZZ^2; the identity has ZZ = 0), with the add-2008-s, madd-2008-s and
+// dbl-2008-s-1 formulas of the Explicit-Formulas Database (a = 0 on both curves). The point
+// code is written once over the field F; each kernel has a _g1 and a _g2 entry point.
 // MSM: Pippenger with c-bit signed digits, for a batch of scalar vectors over the same bases at once (plan.py holds the same recoding in Python): a
 // counting sort of (window, |digit|) puts each point's index in its bucket, buckets are summed
 // in chunks, segments of buckets are weighted by running sums, and each window's sum leaves
@@ -18,7 +20,6 @@ typedef unsigned long long u64;
 #define NEG_FLAG 0x80000000u
 
 struct fp { u32 v[NL]; };
-struct xyzz { fp x, y, zz, zzz; };
 
 __constant__ u32 FP_P[NL] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,
                              0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
@@ -121,172 +122,228 @@ __device__ __forceinline__ void fp_mul(fp& r, const fp& a, const fp& b) {
     fp_reduce_once(r);
 }
 
-__device__ __forceinline__ void fp_sqr(fp& r, const fp& a) { fp_mul(r, a, a); }
+
+
+// ---- the two fields behind one set of names, for the point code -------------------------------
+
+struct fp2 { fp c0, c1; };
+
+__device__ __forceinline__ bool is_zero(const fp& a) { return fp_is_zero(a); }
+__device__ __forceinline__ void set_zero(fp& a) { fp_set_zero(a); }
+__device__ __forceinline__ void set_one(fp& a) { fp_set_one(a); }
+__device__ __forceinline__ void add(fp& r, const fp& a, const fp& b) { fp_add(r, a, b); }
+__device__ __forceinline__ void sub(fp& r, const fp& a, const fp& b) { fp_sub(r, a, b); }
+__device__ __forceinline__ void neg(fp& r, const fp& a) { fp_neg(r, a); }
+__device__ __forceinline__ void mul(fp& r, const fp& a, const fp& b) { fp_mul(r, a, b); }
+__device__ __forceinline__ void sqr(fp& r, const fp& a) { fp_mul(r, a, a); }
+
+__device__ __forceinline__ bool is_zero(const fp2& a) { return fp_is_zero(a.c0) && fp_is_zero(a.c1); }
+__device__ __forceinline__ void set_zero(fp2& a) { fp_set_zero(a.c0); fp_set_zero(a.c1); }
+__device__ __forceinline__ void set_one(fp2& a) { fp_set_one(a.c0); fp_set_zero(a.c1); }
+__device__ __forceinline__ void add(fp2& r, const fp2& a, const fp2& b) { fp_add(r.c0, a.c0, b.c0); fp_add(r.c1, a.c1, b.c1); }
+__device__ __forceinline__ void sub(fp2& r, const fp2& a, const fp2& b) { fp_sub(r.c0, a.c0, b.c0); fp_sub(r.c1, a.c1, b.c1); }
+__device__ __forceinline__ void neg(fp2& r, const fp2& a) { fp_neg(r.c0, a.c0); fp_neg(r.c1, a.c1); }
+
+// (a0 + a1 u)(b0 + b1 u) = a0 b0 - a1 b1 + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u; r may alias a or b
+__device__ __noinline__ void mul(fp2& r, const fp2& a, const fp2& b) {
+    fp t0, t1, s0, s1;
+    fp_mul(t0, a.c0, b.c0);
+    fp_mul(t1, a.c1, b.c1);
+    fp_add(s0, a.c0, a.c1);
+    fp_add(s1, b.c0, b.c1);
+    fp_mul(s0, s0, s1);
+    fp_sub(r.c0, t0, t1);
+    fp_sub(s0, s0, t0);
+    fp_sub(r.c1, s0, t1);
+}
+
+// (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
+__device__ __noinline__ void sqr(fp2& r, const fp2& a) {
+    fp s, d, m;
+    fp_add(s, a.c0, a.c1);
+    fp_sub(d, a.c0, a.c1);
+    fp_mul(m, a.c0, a.c1);
+    fp_mul(r.c0, s, d);
+    fp_add(r.c1, m, m);
+}
+
+__device__ __forceinline__ void load(fp& a, const u32* src) {
+    for (int i = 0; i < NL; i++) a.v[i] = src[i];
+}
+__device__ __forceinline__ void store(u32* dst, const fp& a) {
+    for (int i = 0; i < NL; i++) dst[i] = a.v[i];
+}
+__device__ __forceinline__ void load(fp2& a, const u32* src) { load(a.c0, src); load(a.c1, src + NL); }
+__device__ __forceinline__ void store(u32* dst, const fp2& a) { store(dst, a.c0); store(dst + NL, a.c1); }
+
+// a out of Montgomery form (times 1 / R)
+__device__ __forceinline__ void from_montgomery(fp& a) {
+    fp one;
+    fp_set_zero(one);
+    one.v[0] = 1;
+    fp_mul(a, a, one);
+}
+__device__ __forceinline__ void from_montgomery(fp2& a) { from_montgomery(a.c0); from_montgomery(a.c1); }
+
+template <class F> struct limbs_of { static const int n = sizeof(F) / sizeof(u32); };
 
 // ---- points -------------------------------------------------------------------------------------
 
-__device__ __forceinline__ void xyzz_set_inf(xyzz& a) {
-    fp_set_zero(a.x);
-    fp_set_one(a.y);
-    fp_set_zero(a.zz);
-    fp_set_zero(a.zzz);
+template <class F> struct xyzz { F x, y, zz, zzz; };
+
+template <class F> __device__ __forceinline__ void xyzz_set_inf(xyzz<F>& a) {
+    set_zero(a.x);
+    set_one(a.y);
+    set_zero(a.zz);
+    set_zero(a.zzz);
 }
 
-__device__ __forceinline__ bool xyzz_is_inf(const xyzz& a) { return fp_is_zero(a.zz); }
+template <class F> __device__ __forceinline__ bool xyzz_is_inf(const xyzz<F>& a) { return is_zero(a.zz); }
 
 // dbl-2008-s-1
-__device__ __noinline__ void xyzz_dbl(xyzz& a) {
+template <class F> __device__ __noinline__ void xyzz_dbl(xyzz<F>& a) {
     if (xyzz_is_inf(a)) return;
-    fp u, v, w, s, m, t;
-    fp_add(u, a.y, a.y);
-    fp_sqr(v, u);
-    fp_mul(w, u, v);
-    fp_mul(s, a.x, v);
-    fp_sqr(m, a.x);
-    fp_add(t, m, m);
-    fp_add(m, t, m);
-    fp_sqr(t, m);
-    fp_sub(t, t, s);
-    fp_sub(t, t, s);  // X3
-    fp_sub(s, s, t);
-    fp_mul(s, m, s);
-    fp_mul(u, w, a.y);
-    fp_sub(a.y, s, u);
+    F u, v, w, s, m, t;
+    add(u, a.y, a.y);
+    sqr(v, u);
+    mul(w, u, v);
+    mul(s, a.x, v);
+    sqr(m, a.x);
+    add(t, m, m);
+    add(m, t, m);
+    sqr(t, m);
+    sub(t, t, s);
+    sub(t, t, s);  // X3
+    sub(s, s, t);
+    mul(s, m, s);
+    mul(u, w, a.y);
+    sub(a.y, s, u);
     a.x = t;
-    fp_mul(a.zz, a.zz, v);
-    fp_mul(a.zzz, a.zzz, w);
+    mul(a.zz, a.zz, v);
+    mul(a.zzz, a.zzz, w);
 }
 
 // mdbl-2008-s-1: a = 2 (x, y)
-__device__ __forceinline__ void xyzz_mdbl(xyzz& a, const fp& x, const fp& y) {
-    fp u, v, w, s, m, t;
-    fp_add(u, y, y);
-    fp_sqr(v, u);
-    fp_mul(w, u, v);
-    fp_mul(s, x, v);
-    fp_sqr(m, x);
-    fp_add(t, m, m);
-    fp_add(m, t, m);
-    fp_sqr(t, m);
-    fp_sub(t, t, s);
-    fp_sub(t, t, s);
-    fp_sub(s, s, t);
-    fp_mul(s, m, s);
-    fp_mul(u, w, y);
-    fp_sub(a.y, s, u);
+template <class F> __device__ __forceinline__ void xyzz_mdbl(xyzz<F>& a, const F& x, const F& y) {
+    F u, v, w, s, m, t;
+    add(u, y, y);
+    sqr(v, u);
+    mul(w, u, v);
+    mul(s, x, v);
+    sqr(m, x);
+    add(t, m, m);
+    add(m, t, m);
+    sqr(t, m);
+    sub(t, t, s);
+    sub(t, t, s);
+    sub(s, s, t);
+    mul(s, m, s);
+    mul(u, w, y);
+    sub(a.y, s, u);
     a.x = t;
     a.zz = v;
     a.zzz = w;
 }
 
 // madd-2008-s: a += (x, y), with the doubling and inverse cases handled
-__device__ __noinline__ void xyzz_madd(xyzz& a, const fp& x, const fp& y) {
+template <class F> __device__ __noinline__ void xyzz_madd(xyzz<F>& a, const F& x, const F& y) {
     if (xyzz_is_inf(a)) {
         a.x = x;
         a.y = y;
-        fp_set_one(a.zz);
-        fp_set_one(a.zzz);
+        set_one(a.zz);
+        set_one(a.zzz);
         return;
     }
-    fp p, r, pp, ppp, q, t;
-    fp_mul(p, x, a.zz);
-    fp_sub(p, p, a.x);
-    fp_mul(r, y, a.zzz);
-    fp_sub(r, r, a.y);
-    if (fp_is_zero(p)) {
-        if (fp_is_zero(r)) xyzz_mdbl(a, x, y);
+    F p, r, pp, ppp, q, t;
+    mul(p, x, a.zz);
+    sub(p, p, a.x);
+    mul(r, y, a.zzz);
+    sub(r, r, a.y);
+    if (is_zero(p)) {
+        if (is_zero(r)) xyzz_mdbl(a, x, y);
         else xyzz_set_inf(a);
         return;
     }
-    fp_sqr(pp, p);
-    fp_mul(ppp, p, pp);
-    fp_mul(q, a.x, pp);
-    fp_sqr(t, r);
-    fp_sub(t, t, ppp);
-    fp_sub(t, t, q);
-    fp_sub(t, t, q);  // X3
-    fp_sub(q, q, t);
-    fp_mul(q, r, q);
-    fp_mul(p, a.y, ppp);
-    fp_sub(a.y, q, p);
+    sqr(pp, p);
+    mul(ppp, p, pp);
+    mul(q, a.x, pp);
+    sqr(t, r);
+    sub(t, t, ppp);
+    sub(t, t, q);
+    sub(t, t, q);  // X3
+    sub(q, q, t);
+    mul(q, r, q);
+    mul(p, a.y, ppp);
+    sub(a.y, q, p);
     a.x = t;
-    fp_mul(a.zz, a.zz, pp);
-    fp_mul(a.zzz, a.zzz, ppp);
+    mul(a.zz, a.zz, pp);
+    mul(a.zzz, a.zzz, ppp);
 }
 
 // add-2008-s: a += b
-__device__ __noinline__ void xyzz_add(xyzz& a, const xyzz& b) {
+template <class F> __device__ __noinline__ void xyzz_add(xyzz<F>& a, const xyzz<F>& b) {
     if (xyzz_is_inf(b)) return;
     if (xyzz_is_inf(a)) {
         a = b;
         return;
     }
-    fp u1, s1, p, r, pp, ppp, q, t;
-    fp_mul(u1, a.x, b.zz);
-    fp_mul(p, b.x, a.zz);
-    fp_sub(p, p, u1);
-    fp_mul(s1, a.y, b.zzz);
-    fp_mul(r, b.y, a.zzz);
-    fp_sub(r, r, s1);
-    if (fp_is_zero(p)) {
-        if (fp_is_zero(r)) xyzz_dbl(a);
+    F u1, s1, p, r, pp, ppp, q, t;
+    mul(u1, a.x, b.zz);
+    mul(p, b.x, a.zz);
+    sub(p, p, u1);
+    mul(s1, a.y, b.zzz);
+    mul(r, b.y, a.zzz);
+    sub(r, r, s1);
+    if (is_zero(p)) {
+        if (is_zero(r)) xyzz_dbl(a);
         else xyzz_set_inf(a);
         return;
     }
-    fp_sqr(pp, p);
-    fp_mul(ppp, p, pp);
-    fp_mul(q, u1, pp);
-    fp_sqr(t, r);
-    fp_sub(t, t, ppp);
-    fp_sub(t, t, q);
-    fp_sub(t, t, q);  // X3
-    fp_sub(q, q, t);
-    fp_mul(q, r, q);
-    fp_mul(s1, s1, ppp);
-    fp_sub(a.y, q, s1);
+    sqr(pp, p);
+    mul(ppp, p, pp);
+    mul(q, u1, pp);
+    sqr(t, r);
+    sub(t, t, ppp);
+    sub(t, t, q);
+    sub(t, t, q);  // X3
+    sub(q, q, t);
+    mul(q, r, q);
+    mul(s1, s1, ppp);
+    sub(a.y, q, s1);
     a.x = t;
-    fp_mul(a.zz, a.zz, b.zz);
-    fp_mul(a.zz, a.zz, pp);
-    fp_mul(a.zzz, a.zzz, b.zzz);
-    fp_mul(a.zzz, a.zzz, ppp);
+    mul(a.zz, a.zz, b.zz);
+    mul(a.zz, a.zz, pp);
+    mul(a.zzz, a.zzz, b.zzz);
+    mul(a.zzz, a.zzz, ppp);
 }
 
-__device__ __forceinline__ void load_fp(fp& a, const u32* src) {
-    for (int i = 0; i < NL; i++) a.v[i] = src[i];
+template <class F> __device__ __forceinline__ void load_xyzz(xyzz<F>& a, const u32* src) {
+    const int W = limbs_of<F>::n;
+    load(a.x, src);
+    load(a.y, src + W);
+    load(a.zz, src + 2 * W);
+    load(a.zzz, src + 3 * W);
 }
 
-__device__ __forceinline__ void store_fp(u32* dst, const fp& a) {
-    for (int i = 0; i < NL; i++) dst[i] = a.v[i];
-}
-
-__device__ __forceinline__ void load_xyzz(xyzz& a, const u32* src) {
-    load_fp(a.x, src);
-    load_fp(a.y, src + NL);
-    load_fp(a.zz, src + 2 * NL);
-    load_fp(a.zzz, src + 3 * NL);
-}
-
-__device__ __forceinline__ void store_xyzz(u32* dst, const xyzz& a) {
-    store_fp(dst, a.x);
-    store_fp(dst + NL, a.y);
-    store_fp(dst + 2 * NL, a.zz);
-    store_fp(dst + 3 * NL, a.zzz);
+template <class F> __device__ __forceinline__ void store_xyzz(u32* dst, const xyzz<F>& a) {
+    const int W = limbs_of<F>::n;
+    store(dst, a.x);
+    store(dst + W, a.y);
+    store(dst + 2 * W, a.zz);
+    store(dst + 3 * W, a.zzz);
 }
 
 // ---- kernels ------------------------------------------------------------------------------------
 
-// Affine bases (x, y canonical, 24 limbs each point) into Montgomery form, in place.
-extern "C" __global__ void to_montgomery(u32* pts, int n) {
+// `count` Fp elements (a base's coordinates, canonical) into Montgomery form, in place.
+extern "C" __global__ void to_montgomery(u32* v, int count) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    fp r2;
-    load_fp(r2, FP_R2);
-    for (int k = 0; k < 2; k++) {
-        fp a;
-        load_fp(a, pts + 24 * i + NL * k);
-        fp_mul(a, a, r2);
-        store_fp(pts + 24 * i + NL * k, a);
-    }
+    if (i >= count) return;
+    fp a, r2;
+    load(r2, FP_R2);
+    load(a, v + NL * (long long)i);
+    fp_mul(a, a, r2);
+    store(v + NL * (long long)i, a);
 }
 
 // c bits of a 256-bit scalar (8 limbs) from bit `pos`
@@ -332,113 +389,148 @@ extern "C" __global__ void scatter(const int* digits, int n, int c, int windows,
     entries[pos] = (u32)i | (d < 0 ? NEG_FLAG : 0u);
 }
 
+
 // Buckets are summed in chunks of at most L entries, so that a crowded bucket (witnesses full of
 // 0s and 1s, a scalar's short top window) is shared by many threads: task t belongs to bucket
 // task_bucket[t] and is chunk t - task0[bucket] of it. Level 1 adds affine points (negated
 // where the digit was negative), later levels add the partial sums until one is left a bucket.
-extern "C" __global__ void accumulate_chunks(const u32* bases, const u32* entries, const u32* starts,
-                                             const u32* counts, const u32* task_bucket, const u32* task0,
-                                             int chunk, int tasks, u32* out) {
+template <class F>
+__device__ void accumulate_chunks(const u32* bases, const u32* entries, const u32* starts, const u32* counts,
+                                  const u32* task_bucket, const u32* task0, int chunk, int tasks, u32* out) {
+    const int W = limbs_of<F>::n;
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= tasks) return;
     u32 b = task_bucket[t];
     u32 lo = starts[b] + (t - task0[b]) * chunk, end = starts[b] + counts[b];
     u32 hi = lo + chunk < end ? lo + chunk : end;
-    xyzz acc;
+    xyzz<F> acc;
     xyzz_set_inf(acc);
     for (u32 k = lo; k < hi; k++) {
         u32 e = entries[k];
-        const u32* pt = bases + 24 * (u64)(e & ~NEG_FLAG);
-        fp x, y;
-        load_fp(x, pt);
-        load_fp(y, pt + NL);
-        if (e & NEG_FLAG) fp_neg(y, y);
+        const u32* pt = bases + 2 * W * (u64)(e & ~NEG_FLAG);
+        F x, y;
+        load(x, pt);
+        load(y, pt + W);
+        if (e & NEG_FLAG) neg(y, y);
         xyzz_madd(acc, x, y);
     }
-    store_xyzz(out + 48 * (u64)t, acc);
+    store_xyzz(out + 4 * W * (u64)t, acc);
 }
 
-extern "C" __global__ void sum_chunks(const u32* in, const u32* starts, const u32* counts,
-                                      const u32* task_bucket, const u32* task0, int chunk, int tasks,
-                                      u32* out) {
+template <class F>
+__device__ void sum_chunks(const u32* in, const u32* starts, const u32* counts, const u32* task_bucket,
+                           const u32* task0, int chunk, int tasks, u32* out) {
+    const int W = limbs_of<F>::n;
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= tasks) return;
     u32 b = task_bucket[t];
     u32 lo = starts[b] + (t - task0[b]) * chunk, end = starts[b] + counts[b];
     u32 hi = lo + chunk < end ? lo + chunk : end;
-    xyzz acc, p;
+    xyzz<F> acc, p;
     xyzz_set_inf(acc);
     for (u32 k = lo; k < hi; k++) {
-        load_xyzz(p, in + 48 * (u64)k);
+        load_xyzz(p, in + 4 * W * (u64)k);
         xyzz_add(acc, p);
     }
-    store_xyzz(out + 48 * (u64)t, acc);
+    store_xyzz(out + 4 * W * (u64)t, acc);
 }
 
 // bucket b = its one remaining partial sum, or the identity when it got no point
-extern "C" __global__ void gather_buckets(const u32* partial, const u32* counts, const u32* starts,
-                                          int total_buckets, u32* buckets) {
+template <class F>
+__device__ void gather_buckets(const u32* partial, const u32* counts, const u32* starts, int total_buckets,
+                               u32* buckets) {
+    const int W = limbs_of<F>::n;
     int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= total_buckets) return;
-    xyzz acc;
-    if (counts[b]) load_xyzz(acc, partial + 48 * (u64)starts[b]);
+    xyzz<F> acc;
+    if (counts[b]) load_xyzz(acc, partial + 4 * W * (u64)starts[b]);
     else xyzz_set_inf(acc);
-    store_xyzz(buckets + 48 * (u64)b, acc);
+    store_xyzz(buckets + 4 * W * (u64)b, acc);
 }
 
 // One thread per segment of `seg` buckets of a window: sum_{b in segment} (b + 1) * B_b,
 // by a running sum (weights 1..seg) plus lo * (the segment's plain sum).
-extern "C" __global__ void weigh_segments(const u32* buckets, int per_window, int seg, int segments,
-                                          u32* out) {
+template <class F>
+__device__ void weigh_segments(const u32* buckets, int per_window, int seg, int segments, u32* out) {
+    const int W = limbs_of<F>::n;
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= segments) return;
     int per_seg_window = per_window / seg;
     int w = t / per_seg_window, lo = (t % per_seg_window) * seg;
-    const u32* base = buckets + 48 * ((u64)w * per_window + lo);
-    xyzz running, total, b;
+    const u32* base = buckets + 4 * W * ((u64)w * per_window + lo);
+    xyzz<F> running, total, b;
     xyzz_set_inf(running);
     xyzz_set_inf(total);
     for (int k = seg - 1; k >= 0; k--) {
-        load_xyzz(b, base + 48 * k);
+        load_xyzz(b, base + 4 * W * k);
         xyzz_add(running, b);
         xyzz_add(total, running);
     }
     // total += lo * running, double-and-add from the top bit of lo
-    xyzz acc;
+    xyzz<F> acc;
     xyzz_set_inf(acc);
     for (int bit = 15; bit >= 0; bit--) {  // lo < 2^15: c is at most 16
         xyzz_dbl(acc);
         if ((lo >> bit) & 1) xyzz_add(acc, running);
     }
     xyzz_add(total, acc);
-    store_xyzz(out + 48 * (u64)t, total);
+    store_xyzz(out + 4 * W * (u64)t, total);
 }
 
 // out[g] = sum of in[g * group .. g * group + group - 1]
-extern "C" __global__ void sum_groups(const u32* in, int group, int groups, u32* out) {
+template <class F> __device__ void sum_groups(const u32* in, int group, int groups, u32* out) {
+    const int W = limbs_of<F>::n;
     int g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= groups) return;
-    xyzz acc, b;
+    xyzz<F> acc, b;
     xyzz_set_inf(acc);
     for (int k = 0; k < group; k++) {
-        load_xyzz(b, in + 48 * ((u64)g * group + k));
+        load_xyzz(b, in + 4 * W * ((u64)g * group + k));
         xyzz_add(acc, b);
     }
-    store_xyzz(out + 48 * (u64)g, acc);
+    store_xyzz(out + 4 * W * (u64)g, acc);
 }
 
 // One thread per window: its sum S_w out of Montgomery form (X, Y, ZZ, ZZZ canonical).
-extern "C" __global__ void window_sums_out(const u32* sums, int windows, u32* out) {
+template <class F> __device__ void window_sums_out(const u32* sums, int windows, u32* out) {
+    const int W = limbs_of<F>::n;
     int w = blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= windows) return;
-    xyzz s;
-    load_xyzz(s, sums + 48 * (u64)w);
-    fp one;
-    fp_set_zero(one);
-    one.v[0] = 1;
-    fp_mul(s.x, s.x, one);
-    fp_mul(s.y, s.y, one);
-    fp_mul(s.zz, s.zz, one);
-    fp_mul(s.zzz, s.zzz, one);
-    store_xyzz(out + 48 * (u64)w, s);
+    xyzz<F> s;
+    load_xyzz(s, sums + 4 * W * (u64)w);
+    from_montgomery(s.x);
+    from_montgomery(s.y);
+    from_montgomery(s.zz);
+    from_montgomery(s.zzz);
+    store_xyzz(out + 4 * W * (u64)w, s);
 }
+
+// The entry points NVRTC exports: each point kernel for G1 (over Fp) and G2 (over Fp2).
+#define FOR_GROUP(G, F)                                                                                     \
+    extern "C" __global__ void accumulate_chunks_##G(const u32* bases, const u32* entries, const u32* starts, \
+                                                     const u32* counts, const u32* task_bucket,               \
+                                                     const u32* task0, int chunk, int tasks, u32* out) {      \
+        accumulate_chunks<F>(bases, entries, starts, counts, task_bucket, task0, chunk, tasks, out);          \
+    }                                                                                                       \
+    extern "C" __global__ void sum_chunks_##G(const u32* in, const u32* starts, const u32* counts,           \
+                                              const u32* task_bucket, const u32* task0, int chunk, int tasks, \
+                                              u32* out) {                                                   \
+        sum_chunks<F>(in, starts, counts, task_bucket, task0, chunk, tasks, out);                           \
+    }                                                                                                       \
+    extern "C" __global__ void gather_buckets_##G(const u32* partial, const u32* counts, const u32* starts,   \
+                                                  int total_buckets, u32* buckets) {                         \
+        gather_buckets<F>(partial, counts, starts, total_buckets, buckets);                                 \
+    }                                                                                                       \
+    extern "C" __global__ void weigh_segments_##G(const u32* buckets, int per_window, int seg, int segments,  \
+                                                  u32* out) {                                               \
+        weigh_segments<F>(buckets, per_window, seg, segments, out);                                         \
+    }                                                                                                       \
+    extern "C" __global__ void sum_groups_##G(const u32* in, int group, int groups, u32* out) {              \
+        sum_groups<F>(in, group, groups, out);                                                              \
+    }                                                                                                       \
+    extern "C" __global__ void window_sums_out_##G(const u32* sums, int windows, u32* out) {                 \
+        window_sums_out<F>(sums, windows, out);                                                             \
+    }
+
+FOR_GROUP(g1, fp)
+FOR_GROUP(g2, fp2)

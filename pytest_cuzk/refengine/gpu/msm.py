@@ -1,31 +1,30 @@
-"""The G1 MSM on a CUDA device: ``msm.cu`` compiled by NVRTC through CuPy (cached on disk by CuPy).
+"""G1 and G2 MSMs on a CUDA device: ``msm.cu`` compiled by NVRTC through CuPy (cached on disk by CuPy).
 
 Bases are uploaded once (``upload``: affine, converted to Montgomery form on the device) and
 stay resident; every MSM then moves only its scalars (8 32-bit limbs each) to the device and
-one sum per window (192 bytes each, XYZZ) back. Those are made affine here (one inversion
-for all) and folded, sum_w 2^(c w) S_w, by Horner's rule on py-arkworks points: a serial chain of
-about 250 doublings, which one GPU thread took 5 ms for and the CPU does in a fraction of one.
-The point equals py-arkworks' result exactly.
+one sum per window (XYZZ: 192 bytes in G1, 384 in G2) back. Those are made affine here (one
+inversion for all) and folded, sum_w 2^(c w) S_w, by Horner's rule on py-arkworks points: a
+serial chain of about 250 doublings, which one GPU thread took 5 ms for and the CPU does in a
+fraction of one. The point equals py-arkworks' result exactly.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Generic
 
 import cupy
 import numpy as np
-from py_arkworks_bls12381 import G1Point, Scalar
+from py_arkworks_bls12381 import Scalar
 
-from ..field import batch_inverse
 from .plan import MsmPlan
+from .points import G1, G2, Group, Pt, affine_all, fold
 
-__all__ = ["DeviceBases", "GpuMsm", "P", "scalars_to_limbs"]
+__all__ = ["DeviceBases", "GpuMsm", "scalars_to_limbs"]
 
-P = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
-"""The base field modulus of BLS12-381."""
 _BLOCK = 128
 _CHUNK = 32
 """Additions one thread does for a bucket before the partial sums are added in turn."""
@@ -34,9 +33,10 @@ _TREE = 8
 
 
 @dataclass
-class DeviceBases:
-    """Affine bases on the device: ``points`` (n, 24) limbs; ``valid`` is 0 where a base is the identity."""
+class DeviceBases(Generic[Pt]):
+    """Affine bases on the device: ``points`` (n, 2 x field limbs); ``valid``: 0 for the identity."""
 
+    group: Group[Pt]
     points: Any
     valid: Any
 
@@ -57,8 +57,13 @@ def scalars_to_limbs(scalars: list[Scalar]) -> np.ndarray:
     return np.frombuffer(raw, dtype="<u4").reshape(len(scalars), 8)
 
 
+_POINT_KERNELS = (
+    "accumulate_chunks", "sum_chunks", "gather_buckets", "weigh_segments", "sum_groups", "window_sums_out",
+)  # fmt: skip
+
+
 class GpuMsm:
-    """One CUDA device's G1 MSM; thread-safe (one MSM at a time)."""
+    """One CUDA device's G1 and G2 MSMs; thread-safe (one MSM at a time)."""
 
     def __init__(self, ordinal: int) -> None:
         self.ordinal = ordinal
@@ -68,13 +73,9 @@ class GpuMsm:
             self.name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
             source = resources.files(__package__).joinpath("msm.cu").read_text()
             module = cupy.RawModule(code=source)
-            self._k = {
-                name: module.get_function(name)
-                for name in (
-                    "to_montgomery", "signed_digits", "scatter", "accumulate_chunks", "sum_chunks",
-                    "gather_buckets", "weigh_segments", "sum_groups", "window_sums_out",
-                )
-            }  # fmt: skip
+            names = ["to_montgomery", "signed_digits", "scatter"]
+            names += [f"{k}_{g.suffix}" for k in _POINT_KERNELS for g in (G1, G2)]
+            self._k = {name: module.get_function(name) for name in names}
 
     @property
     def label(self) -> str:
@@ -85,58 +86,61 @@ class GpuMsm:
         blocks = (threads + _BLOCK - 1) // _BLOCK
         self._k[name]((max(blocks, 1),), (_BLOCK,), args)
 
-    def upload(self, points: list[G1Point]) -> DeviceBases:
-        """Copy affine bases to the device, in Montgomery form there."""
+    def upload(self, points: Sequence[Pt], group: Group[Pt]) -> DeviceBases[Pt]:
+        """Copy affine bases of ``group`` to the device, in Montgomery form there."""
         raw = b"".join(p.to_xy_bytes_le() for p in points)
-        host = np.frombuffer(raw, dtype="<u4").reshape(len(points), 24)
+        host = np.frombuffer(raw, dtype="<u4").reshape(len(points), 2 * group.field_limbs)
         with self._lock, cupy.cuda.Device(self.ordinal):
             dev = cupy.asarray(host)
             valid = cupy.asarray(host.any(axis=1).astype(np.uint8))  # the identity's x, y are (0, 0)
             if len(points):
-                self._launch("to_montgomery", len(points), dev, np.int32(len(points)))
+                count = dev.size // 12  # Fp elements
+                self._launch("to_montgomery", count, dev, np.int32(count))
             cupy.cuda.runtime.deviceSynchronize()
-        return DeviceBases(dev, valid)
+        return DeviceBases(group, dev, valid)
 
-    def msm(self, bases: DeviceBases, scalars: Any) -> G1Point:
+    def msm(self, bases: DeviceBases[Pt], scalars: Any) -> Pt:
         """sum_i scalars[i] * bases[i]; ``scalars`` is an (n, 8) limb array, on the host or the device."""
         return self.msm_batch(bases, scalars[None])[0]
 
-    def msm_batch(self, bases: DeviceBases, scalars: Any) -> list[G1Point]:
+    def msm_batch(self, bases: DeviceBases[Pt], scalars: Any) -> list[Pt]:
         """One MSM per row of ``scalars``, a (batch, n, 8) limb array, all over the same bases at once.
 
         The batch is one bucketed MSM of batch x windows windows, so a proof's partitions cost
         one pass of launches, not one pass each.
         """
-        batch, n = int(scalars.shape[0]), bases.n
+        batch, n, group = int(scalars.shape[0]), bases.n, bases.group
         if n == 0 or batch == 0:
-            return [G1Point.identity()] * batch
+            return [group.point.identity()] * batch
         plan = MsmPlan(n)
         with self._lock, cupy.cuda.Device(self.ordinal):
             limbs = cupy.ascontiguousarray(cupy.asarray(scalars, dtype=cupy.uint32))
-            sums = _affine_all(self._window_sums(bases, limbs, plan, batch))
+            sums = affine_all(self._window_sums(bases, limbs, plan, batch), group)
         w = plan.windows
-        return [_fold(sums[k * w : (k + 1) * w], plan.c) for k in range(batch)]
+        return [fold(sums[k * w : (k + 1) * w], plan.c, group) for k in range(batch)]
 
-    def _bucket_sums(self, bases: DeviceBases, entries: Any, starts: Any, counts: Any, total: int) -> Any:
+    def _bucket_sums(self, bases: DeviceBases[Pt], entries: Any, starts: Any, counts: Any, total: int) -> Any:
         """Every bucket's sum, in chunks of at most ``_CHUNK`` additions a thread, level by level."""
+        g, width = bases.group.suffix, bases.group.xyzz_limbs
         task_bucket, task0, tasks, n_tasks = _chunks(counts)
-        partial = cupy.empty((n_tasks, 48), dtype=cupy.uint32)
+        partial = cupy.empty((n_tasks, width), dtype=cupy.uint32)
         chunk = np.int32(_CHUNK)
         level = (bases.points, entries, starts, counts, task_bucket, task0, chunk, np.int32(n_tasks))
-        self._launch("accumulate_chunks", n_tasks, *level, partial)
+        self._launch(f"accumulate_chunks_{g}", n_tasks, *level, partial)
         while n_tasks > 0 and int(tasks.max()) > 1:
             starts, counts = task0, tasks
             task_bucket, task0, tasks, n_tasks = _chunks(counts)
-            summed = cupy.empty((n_tasks, 48), dtype=cupy.uint32)
+            summed = cupy.empty((n_tasks, width), dtype=cupy.uint32)
             again = (partial, starts, counts, task_bucket, task0, chunk, np.int32(n_tasks))
-            self._launch("sum_chunks", n_tasks, *again, summed)
+            self._launch(f"sum_chunks_{g}", n_tasks, *again, summed)
             partial = summed
-        buckets = cupy.empty((total, 48), dtype=cupy.uint32)
-        self._launch("gather_buckets", total, partial, tasks, task0, np.int32(total), buckets)
+        buckets = cupy.empty((total, width), dtype=cupy.uint32)
+        self._launch(f"gather_buckets_{g}", total, partial, tasks, task0, np.int32(total), buckets)
         return buckets
 
-    def _window_sums(self, bases: DeviceBases, scalars: Any, plan: MsmPlan, batch: int) -> np.ndarray:
-        """Each MSM's window sums S_w, a (batch x windows, 48) array of canonical XYZZ limbs, MSM by MSM."""
+    def _window_sums(self, bases: DeviceBases[Pt], scalars: Any, plan: MsmPlan, batch: int) -> np.ndarray:
+        """Each MSM's window sums S_w, a (batch x windows, XYZZ limbs) array, canonical, MSM by MSM."""
+        g, width = bases.group.suffix, bases.group.xyzz_limbs
         n, windows = plan.n, batch * plan.windows  # MSM k's window w is window k * plan.windows + w
         c, per_window = np.int32(plan.c), plan.buckets_per_window
         total, segments = batch * plan.total_buckets, batch * plan.segments
@@ -160,18 +164,18 @@ class GpuMsm:
         del digits, cursor
         buckets = self._bucket_sums(bases, entries, starts, counts, total)
         del entries
-        partial = cupy.empty((segments, 48), dtype=cupy.uint32)
+        partial = cupy.empty((segments, width), dtype=cupy.uint32)
         weigh = (buckets, np.int32(per_window), np.int32(plan.segment), np.int32(segments), partial)
-        self._launch("weigh_segments", segments, *weigh)
+        self._launch(f"weigh_segments_{g}", segments, *weigh)
         per = plan.segments // plan.windows
         while per > 1:  # per and _TREE are powers of two
             group = min(_TREE, per)
             groups = partial.shape[0] // group
-            summed = cupy.empty((groups, 48), dtype=cupy.uint32)
-            self._launch("sum_groups", groups, partial, np.int32(group), np.int32(groups), summed)
+            summed = cupy.empty((groups, width), dtype=cupy.uint32)
+            self._launch(f"sum_groups_{g}", groups, partial, np.int32(group), np.int32(groups), summed)
             partial, per = summed, per // group
-        out = cupy.empty((windows, 48), dtype=cupy.uint32)
-        self._launch("window_sums_out", windows, partial, np.int32(windows), out)
+        out = cupy.empty((windows, width), dtype=cupy.uint32)
+        self._launch(f"window_sums_out_{g}", windows, partial, np.int32(windows), out)
         return cupy.asnumpy(out)
 
 
@@ -182,32 +186,3 @@ def _chunks(counts: Any) -> tuple[Any, Any, Any, int]:
     n_tasks = int(ends[-1]) if ends.size else 0
     task_bucket = cupy.searchsorted(ends, cupy.arange(n_tasks, dtype=cupy.uint32), side="right")
     return task_bucket.astype(cupy.uint32), ends - tasks, tasks, n_tasks
-
-
-def _fold(sums: list[G1Point], c: int) -> G1Point:
-    """sum_w 2^(c w) S_w by Horner's rule, the top window first."""
-    step, acc = Scalar(1 << c), G1Point.identity()
-    for s in reversed(sums):
-        acc = acc * step + s
-    return acc
-
-
-def _affine_all(xyzz: np.ndarray) -> list[G1Point]:
-    """G1Points from rows of canonical XYZZ limbs (x = X/ZZ, y = Y/ZZZ; ZZ = 0 is the identity).
-
-    One inversion for all rows (Montgomery's trick), and no subgroup check: it cost 0.26 ms a
-    point, more than the whole fold, and a wrong sum gives a proof that fails the engine's
-    verification before COMPLETED.
-    """
-    rows = [[int.from_bytes(row[12 * i : 12 * i + 12].tobytes(), "little") for i in range(4)] for row in xyzz]
-    finite = [r for r in rows if r[2]]
-    invs = batch_inverse([z for r in finite for z in (r[2], r[3])], P)
-    coords = iter(invs)
-    out = []
-    for x, y, zz, _ in rows:
-        if not zz:
-            out.append(G1Point.identity())
-            continue
-        ax, ay = x * next(coords) % P, y * next(coords) % P
-        out.append(G1Point.from_xy_bytes_unchecked_le(ax.to_bytes(48, "little") + ay.to_bytes(48, "little")))
-    return out

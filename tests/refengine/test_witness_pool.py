@@ -1,0 +1,106 @@
+"""Partition witnesses in worker processes: the same z as in the engine's process, and no worker left behind.
+
+The pool starts only for circuits of ``MIN_CONSTRAINTS`` or more; here ``parallel_from=0`` sends
+the default preset's partitions there, so that a real spawn-started pool runs in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import psutil
+import pytest
+
+from pytest_cuzk.refengine.circuits import PRESETS
+from pytest_cuzk.refengine.prover import RefProver
+from pytest_cuzk.refengine.witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_witness
+from pytest_cuzk.wire.kinds import KINDS
+
+
+def _children() -> set[int]:
+    """Child processes but multiprocessing's resource tracker, which lives as long as this process."""
+    procs = psutil.Process().children(recursive=True)
+    return {p.pid for p in procs if "resource_tracker" not in " ".join(p.cmdline())}
+
+
+@pytest.mark.parametrize("name", ["porep", "snap"])
+def test_workers_give_the_witness_the_engine_process_gives(ref_data, ref_params, name):
+    before = _children()
+    prover = RefProver(ref_params, threads=2, parallel_from=0)
+    try:
+        job = prover.parse(KINDS[name], ref_data.request(name))
+        here = [prover.synthesize(job, k) for k in range(job.partitions)]  # writes or loads the PCE
+        assert all(p.used_pce for p in here[1:])
+        job = prover.parse(KINDS[name], ref_data.request(name))
+        prover.prefetch(job)
+        assert sorted(job.witnesses) == list(range(job.partitions)), "every partition went to the workers"
+        assert _children() - before, "the workers are processes of their own"
+        there = [prover.synthesize(job, k) for k in range(job.partitions)]
+        assert job.witnesses == {}
+        assert [p.z for p in there] == [p.z for p in here]
+        assert [p.h for p in there] == [p.h for p in here]
+    finally:
+        prover.close()
+    assert not (_children() - before), "close() leaves no worker behind"
+
+
+def test_a_small_circuit_stays_in_the_engine_process(ref_data, ref_params):
+    prover = RefProver(ref_params, threads=2)
+    try:
+        job = prover.parse(KINDS["porep"], ref_data.request("porep"))
+        prover.synthesize(job, 0)  # the PCE is resident from here on
+        assert prover.preset.name == "default" and MIN_CONSTRAINTS > 10_000
+        prover.prefetch(job)
+        assert job.witnesses == {}
+    finally:
+        prover.close()
+
+
+def test_a_circuit_error_in_a_worker_reaches_the_caller():
+    pool = WitnessPool(1)
+    try:
+        future = pool.submit("no-such-circuit", PRESETS["default"], None)
+        with pytest.raises(KeyError, match="no-such-circuit"):
+            future.result(timeout=60)
+        with pytest.raises(KeyError):
+            partition_witness("no-such-circuit", PRESETS["default"], None)
+    finally:
+        pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.submit("porep", PRESETS["default"], None)
+
+
+OWNER = textwrap.dedent(
+    """
+    import os, sys, psutil
+    from pytest_cuzk.refengine.circuits import PRESETS
+    from pytest_cuzk.refengine.witness_pool import WitnessPool
+    pool = WitnessPool(2)
+    try:
+        pool.submit("no-such-circuit", PRESETS["default"], None).result(timeout=60)
+    except KeyError:
+        pass
+    print(" ".join(str(p.pid) for p in psutil.Process().children()), flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def test_workers_end_when_the_engine_is_killed():
+    args = [sys.executable, "-c", OWNER]
+    with subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as owner:
+        try:
+            assert owner.stdout is not None
+            workers = [psutil.Process(int(pid)) for pid in owner.stdout.readline().split()]
+            assert len(workers) >= 2, "the pool's workers (and its resource tracker) started"
+            os.kill(owner.pid, signal.SIGKILL)
+            owner.wait(timeout=10)
+            _, alive = psutil.wait_procs(workers, timeout=15)
+            assert not alive, f"workers outlived a SIGKILLed engine: {[p.cmdline() for p in alive]}"
+        finally:
+            if owner.poll() is None:
+                owner.kill()
