@@ -7,7 +7,9 @@ cuzk emits, in this order: ``cuzk_proofs_completed_total``, ``cuzk_proofs_failed
 completed), ``cuzk_running_jobs`` and ``cuzk_gpu_workers``. Then one family real cuzk
 does not have, through which the engine says what it is to any cuzk client:
 ``cuzk_ref_info{version, preset, behave, param_cache, prover} 1`` (``prover`` is ``cpu`` or
-``gpu:<device name>``).
+``gpu:<device name>``), and on the GPU prover ``cuzk_ref_gpu_memory_bytes``: its device memory
+by its own count (the CUDA context as NVML saw it appear, plus what CuPy's pool holds), which
+a client can hold against NVML's figure for the process.
 
 prometheus-client's text format always names a counter family ``<name>_total``, so it
 cannot print cuzk's ``# TYPE cuzk_proofs_completed counter`` line. The two per-kind
@@ -87,6 +89,10 @@ class EngineCollector(Collector):
                   "param_cache": str(config.param_cache), "prover": engine.prover.prover_label}  # fmt: skip
         info.add_metric([], labels)
         yield info
+        gpu_bytes = engine.prover.gpu_bytes()
+        if gpu_bytes is not None:
+            doc = "The GPU prover's device memory: CUDA context and kernels, plus CuPy's pool"
+            yield _metric("cuzk_ref_gpu_memory_bytes", doc, "gauge", gpu_bytes)
 
     @staticmethod
     def _per_kind(name: str, doc: str, counts: dict[str, int]) -> Metric:

@@ -148,6 +148,10 @@ class RefProver:
         """Which prover runs the MSMs: ``gpu:<device name>`` or ``cpu``."""
         return self._gpu.label if self._gpu is not None else CPU_LABEL
 
+    def gpu_bytes(self) -> int | None:
+        """The GPU prover's device memory by its own count (context and allocations); None on the CPU."""
+        return self._gpu.msm.device_bytes() if self._gpu is not None else None
+
     @property
     def preset(self) -> Preset:
         """The circuit size preset."""
@@ -213,7 +217,7 @@ class RefProver:
                 resident = _Resident(keyfile.read_params(path), path.stat().st_size)
                 if self._gpu is not None:
                     vram = self._gpu.load(resident.pk)
-                    log.info("%s: G1 bases on %s (%d MiB)", circuit_id, self.prover_label, vram >> 20)
+                    log.info("%s: bases on %s (%d MiB)", circuit_id, self.prover_label, vram >> 20)
                 with self._lock:
                     self._keys[circuit_id] = resident
                 return resident.pk, time.perf_counter() - t0
@@ -267,11 +271,10 @@ class RefProver:
             return m
 
     def prefetch(self, job: ParsedJob) -> None:
-        """Start the job's partition witnesses in the worker processes, when its circuit is large.
+        """Start a large circuit's partition witnesses in the worker processes (on the PCE path only).
 
-        Only on the PCE path (the constraint system's path extracts the PCE in this process);
-        a partition whose witness the request cannot give (``JobInputError``) and the ones after
-        it are left to ``synthesize``, which raises it with the partition's number.
+        A partition the request cannot give a witness for, and those after it, are left to
+        ``synthesize``, which raises its ``JobInputError`` with the partition's number.
         """
         m = self._resident_pce(job.kind.circuit_id, job.kind.pce_name)
         if m is None or job.partitions < 2 or m.num_constraints < self._parallel_from:
@@ -328,22 +331,21 @@ class RefProver:
 
     def _assign(self, job: ParsedJob, partition: int) -> tuple[list[int], Matrices | ConstraintSystem]:
         """(z, the PCE's matrices when its path ran, else the constraint system that made z)."""
-        circuit = circuit_for(job.kind.circuit_id)
-        m = self._resident_pce(job.kind.circuit_id, job.kind.pce_name)
+        cid = job.kind.circuit_id
+        m = self._resident_pce(cid, job.kind.pce_name)
         pending = job.witnesses.pop(partition, None)
         if m is not None:
-            if pending is not None:
+            if pending is not None:  # a worker process made it (``prefetch``)
                 num_inputs, z = pending.result()
             else:
-                witness = job.inputs.witness(partition)
-                num_inputs, z = partition_witness(job.kind.circuit_id, self._preset, witness)
+                num_inputs, z = partition_witness(cid, self._preset, job.inputs.witness(partition))
             if (num_inputs, len(z) - num_inputs) == (m.num_inputs, m.num_aux):
                 return z, m
-            log.warning("PCE for %s does not fit the circuit; falling back", job.kind.circuit_id)
+            log.warning("PCE for %s does not fit the circuit; falling back", cid)
             with self._lock:
-                self._pce.pop(job.kind.circuit_id, None)
+                self._pce.pop(cid, None)
         cs = ConstraintSystem()
-        circuit.synthesize(cs, self._preset, job.inputs.witness(partition))
+        circuit_for(cid).synthesize(cs, self._preset, job.inputs.witness(partition))
         return cs.assignment(), cs
 
     def _extract_pce(self, circuit_id: str, name: str, cs: ConstraintSystem) -> None:

@@ -18,8 +18,10 @@ from typing import Any, Generic
 
 import cupy
 import numpy as np
+import pynvml
 from py_arkworks_bls12381 import Scalar
 
+from ...host.nvml import nvml_query, nvml_session
 from .plan import MsmPlan
 from .points import G1, G2, Group, Pt, affine_all, fold
 
@@ -68,6 +70,7 @@ class GpuMsm:
     def __init__(self, ordinal: int) -> None:
         self.ordinal = ordinal
         self._lock = threading.Lock()
+        before = _device_used(ordinal)
         with cupy.cuda.Device(ordinal):
             props = cupy.cuda.runtime.getDeviceProperties(ordinal)
             self.name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
@@ -76,6 +79,17 @@ class GpuMsm:
             names = ["to_montgomery", "signed_digits", "scatter"]
             names += [f"{k}_{g.suffix}" for k in _POINT_KERNELS for g in (G1, G2)]
             self._k = {name: module.get_function(name) for name in names}
+            cupy.cuda.runtime.deviceSynchronize()
+        after = _device_used(ordinal)
+        self.context_bytes = after - before if before is not None and after is not None else None
+        """What the CUDA context and the kernels took on the device (NVML's used memory before and after)."""
+
+    def device_bytes(self) -> int | None:
+        """The process's device memory by its own count: the context, and what CuPy's pool holds."""
+        if self.context_bytes is None:
+            return None
+        with cupy.cuda.Device(self.ordinal):
+            return self.context_bytes + int(cupy.get_default_memory_pool().total_bytes())
 
     @property
     def label(self) -> str:
@@ -177,6 +191,15 @@ class GpuMsm:
         out = cupy.empty((windows, width), dtype=cupy.uint32)
         self._launch(f"window_sums_out_{g}", windows, partial, np.int32(windows), out)
         return cupy.asnumpy(out)
+
+
+def _device_used(ordinal: int) -> int | None:
+    """The CUDA device's used memory as NVML counts it; None without NVML."""
+    bus_id = cupy.cuda.runtime.deviceGetPCIBusId(ordinal)
+    with nvml_session() as why:
+        handle = None if why else nvml_query(pynvml.nvmlDeviceGetHandleByPciBusId, bus_id)
+        info = nvml_query(pynvml.nvmlDeviceGetMemoryInfo, handle) if handle is not None else None
+        return int(info.used) if info is not None else None
 
 
 def _chunks(counts: Any) -> tuple[Any, Any, Any, int]:
