@@ -150,7 +150,7 @@ class RefProver:
 
     def gpu_bytes(self) -> int | None:
         """The GPU prover's device memory by its own count (context and allocations); None on the CPU."""
-        return self._gpu.msm.device_bytes() if self._gpu is not None else None
+        return self._gpu.device_bytes() if self._gpu is not None else None
 
     @property
     def preset(self) -> Preset:

@@ -21,7 +21,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 from ..field import Domain
 from ..groth16 import ProofInput, ProvingKey
 from ..r1cs import Matrices
-from .msm import DeviceBases, GpuMsm, scalars_to_limbs
+from .msm import DeviceBases, GpuMsm, device_used, scalars_to_limbs
 from .ntt import GpuNtt, fr_limbs
 from .points import G1, G2
 
@@ -53,6 +53,16 @@ class GpuKeys:
         self.ntt = GpuNtt(msm.ordinal)
         self._lock = threading.Lock()
         self._keys: dict[int, _DeviceKey] = {}
+        after, before = device_used(msm.ordinal), msm.used_before
+        self.context_bytes = after - before if after is not None and before is not None else None
+        """The CUDA context and both modules' kernels: NVML's used memory since before the context."""
+
+    def device_bytes(self) -> int | None:
+        """The process's device memory by its own count: the context, and what CuPy's pool holds."""
+        if self.context_bytes is None:
+            return None
+        with cupy.cuda.Device(self.msm.ordinal):
+            return self.context_bytes + int(cupy.get_default_memory_pool().total_bytes())
 
     @property
     def label(self) -> str:

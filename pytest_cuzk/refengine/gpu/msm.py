@@ -25,9 +25,11 @@ from ...host.nvml import nvml_query, nvml_session
 from .plan import MsmPlan
 from .points import G1, G2, Group, Pt, affine_all, fold
 
-__all__ = ["DeviceBases", "GpuMsm", "scalars_to_limbs"]
+__all__ = ["DeviceBases", "GpuMsm", "device_used", "scalars_to_limbs"]
 
 _BLOCK = 128
+_STACK_BYTES = 3072
+"""Stack a thread: G2's point code needs up to 2,496 bytes (``ptxas -v``), past CUDA's default 1 KB."""
 _CHUNK = 32
 """Additions one thread does for a bucket before the partial sums are added in turn."""
 _TREE = 8
@@ -70,7 +72,8 @@ class GpuMsm:
     def __init__(self, ordinal: int) -> None:
         self.ordinal = ordinal
         self._lock = threading.Lock()
-        before = _device_used(ordinal)
+        self.used_before = device_used(ordinal)
+        """The device's used memory before the CUDA context was made: ``GpuKeys`` counts from it."""
         with cupy.cuda.Device(ordinal):
             props = cupy.cuda.runtime.getDeviceProperties(ordinal)
             self.name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
@@ -79,17 +82,10 @@ class GpuMsm:
             names = ["to_montgomery", "signed_digits", "scatter"]
             names += [f"{k}_{g.suffix}" for k in _POINT_KERNELS for g in (G1, G2)]
             self._k = {name: module.get_function(name) for name in names}
+            # Reserve the stack now, not at the first G2 launch, so that its memory is there from the start.
+            stack = max(_STACK_BYTES, *(int(getattr(f, "local_size_bytes", 0)) for f in self._k.values()))
+            cupy.cuda.runtime.deviceSetLimit(getattr(cupy.cuda.runtime, "cudaLimitStackSize", 0), stack)
             cupy.cuda.runtime.deviceSynchronize()
-        after = _device_used(ordinal)
-        self.context_bytes = after - before if before is not None and after is not None else None
-        """What the CUDA context and the kernels took on the device (NVML's used memory before and after)."""
-
-    def device_bytes(self) -> int | None:
-        """The process's device memory by its own count: the context, and what CuPy's pool holds."""
-        if self.context_bytes is None:
-            return None
-        with cupy.cuda.Device(self.ordinal):
-            return self.context_bytes + int(cupy.get_default_memory_pool().total_bytes())
 
     @property
     def label(self) -> str:
@@ -193,7 +189,7 @@ class GpuMsm:
         return cupy.asnumpy(out)
 
 
-def _device_used(ordinal: int) -> int | None:
+def device_used(ordinal: int) -> int | None:
     """The CUDA device's used memory as NVML counts it; None without NVML."""
     bus_id = cupy.cuda.runtime.deviceGetPCIBusId(ordinal)
     with nvml_session() as why:
