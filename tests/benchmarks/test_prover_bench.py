@@ -6,7 +6,8 @@ resident and the PCE in use. Also: synthesis vs prove split (synthesis is all th
 GIL-bound CPU work: witness, witness map, scalar conversion; prove should be nearly
 all native MSMs), the share of prove time spent in MSMs, what one partition's
 synthesis spends on the witness map, and the PCE path's speedup over the
-constraint-system path for the assignment (witness and A·z, B·z, C·z) alone.
+constraint-system path for the assignment (witness and A·z, B·z, C·z) alone; and for the
+partitioned kinds, a proof's witnesses one after another against the worker processes.
 Figures go to ``benchmark.extra_info`` and are printed.
 Preset via ``CUZK_REF_BENCH_PRESET`` (default "default").
 """
@@ -21,11 +22,13 @@ import pytest
 
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
+from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.keyfile import read_meta
 from pytest_cuzk.refengine.pce import load_pce, pce_path
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.r1cs import ConstraintSystem, WitnessCS
+from pytest_cuzk.refengine.witness_pool import WitnessPool, partition_witness, usable_cpus
 from pytest_cuzk.wire.kinds import KINDS
 
 if sys.version_info >= (3, 11):
@@ -52,6 +55,7 @@ def _prove(prover: RefProver, req, name: str) -> tuple[float, float, bytes]:
     """(synthesis seconds, prove seconds, proof) for one whole proof, stages run back to back."""
     job = prover.parse(KINDS[name], req)
     t0 = time.perf_counter()
+    prover.prefetch(job)  # as the engine does: a large circuit's witnesses in worker processes
     parts = [prover.synthesize(job, k) for k in range(job.partitions)]
     t1 = time.perf_counter()
     proof = b"".join(prover.prove(parts))
@@ -136,3 +140,26 @@ def test_prover_figures(benchmark, name, data, tmp_path):
         assert info["pce_speedup"] > 1.2, "the PCE path should build the assignment faster"
     finally:
         prover.close()
+
+
+@pytest.mark.parametrize("name", ["porep", "snap"])
+def test_witness_workers_figures(name, data):
+    """One proof's partition witnesses: one by one in this process, then side by side in the workers."""
+    cid, preset = KINDS[name].circuit_id, PRESETS[PRESET]
+    inputs = circuit_for(cid).parse(_request(data, name), preset)
+    witnesses = [inputs.witness(k) for k in range(inputs.partitions)]
+    want = [partition_witness(cid, preset, w) for w in witnesses]
+    alone = _best(lambda: [partition_witness(cid, preset, w) for w in witnesses], 3)
+    pool = WitnessPool(usable_cpus())
+    try:
+        got = [f.result() for f in [pool.submit(cid, preset, w) for w in witnesses]]  # starts the workers
+        assert got == want
+        side_by_side = _best(
+            lambda: [f.result() for f in [pool.submit(cid, preset, w) for w in witnesses]], 3
+        )
+    finally:
+        pool.close()
+    print(
+        f"\n{name} ({PRESET}, {len(witnesses)} partitions): witnesses one by one {alone:.3f} s, "
+        f"on {usable_cpus()} worker processes {side_by_side:.3f} s ({alone / side_by_side:.1f}x)"
+    )

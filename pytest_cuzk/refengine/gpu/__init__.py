@@ -1,9 +1,10 @@
 """cuzk-ref's GPU prover: the proof's MSMs, sparse products and NTTs as CUDA kernels, loaded through CuPy.
 
-``open_gpu`` picks the device from cuzk's ``[gpus] devices`` (absent: every CUDA device, as
-cuzk; cuzk-ref proves on the first one listed) and says why the CPU prover runs instead when
-there is no CuPy, no CUDA device, or an explicitly empty ``devices = []``. CuPy is imported
-only in this package, past ``open_gpu``, so the CPU prover never needs it (the ``gpu`` extra).
+``open_gpu`` picks the device from cuzk's ``[gpus] devices`` (absent: every CUDA device, as cuzk;
+cuzk-ref proves on the first one listed) and says why the CPU prover runs instead when there is no
+CuPy, no CUDA device, an explicitly empty ``devices = []``, or the device's MSMs disagree with py-
+arkworks (``selfcheck``). CuPy is imported only in this package, past ``open_gpu``, so the CPU
+prover never needs it (the ``gpu`` extra).
 """
 
 from __future__ import annotations
@@ -35,5 +36,8 @@ def open_gpu(devices: tuple[int, ...], off: bool) -> tuple[GpuMsm | None, str]:
     if not usable:
         return None, f"no CUDA device among [gpus] devices {list(devices)} ({count} present)"
     from .msm import GpuMsm
+    from .selfcheck import disagreement
 
-    return GpuMsm(usable[0]), ""
+    gpu = GpuMsm(usable[0])
+    why = disagreement(gpu)
+    return (None, f"{why} on {gpu.name}") if why else (gpu, "")

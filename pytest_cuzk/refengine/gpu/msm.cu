@@ -200,32 +200,11 @@ template <class F> __device__ __forceinline__ void xyzz_set_inf(xyzz<F>& a) {
 
 template <class F> __device__ __forceinline__ bool xyzz_is_inf(const xyzz<F>& a) { return is_zero(a.zz); }
 
-// dbl-2008-s-1
-template <class F> __device__ __noinline__ void xyzz_dbl(xyzz<F>& a) {
-    if (xyzz_is_inf(a)) return;
-    F u, v, w, s, m, t;
-    add(u, a.y, a.y);
-    sqr(v, u);
-    mul(w, u, v);
-    mul(s, a.x, v);
-    sqr(m, a.x);
-    add(t, m, m);
-    add(m, t, m);
-    sqr(t, m);
-    sub(t, t, s);
-    sub(t, t, s);  // X3
-    sub(s, s, t);
-    mul(s, m, s);
-    mul(u, w, a.y);
-    sub(a.y, s, u);
-    a.x = t;
-    mul(a.zz, a.zz, v);
-    mul(a.zzz, a.zzz, w);
-}
-
-// mdbl-2008-s-1: a = 2 (x, y)
-template <class F> __device__ __forceinline__ void xyzz_mdbl(xyzz<F>& a, const F& x, const F& y) {
-    F u, v, w, s, m, t;
+// dbl-2008-s-1 for the point (x, y) over any ZZ, ZZZ: X3 and Y3, and the factors V and W that scale
+// ZZ and ZZZ. x3 and y3 may alias x and y: both are read before either is written.
+template <class F>
+__device__ __forceinline__ void dbl_core(F& x3, F& y3, F& v, F& w, const F& x, const F& y) {
+    F u, s, m, t;
     add(u, y, y);
     sqr(v, u);
     mul(w, u, v);
@@ -235,14 +214,46 @@ template <class F> __device__ __forceinline__ void xyzz_mdbl(xyzz<F>& a, const F
     add(m, t, m);
     sqr(t, m);
     sub(t, t, s);
-    sub(t, t, s);
+    sub(t, t, s);  // X3
     sub(s, s, t);
     mul(s, m, s);
     mul(u, w, y);
-    sub(a.y, s, u);
+    sub(y3, s, u);
+    x3 = t;
+}
+
+template <class F> __device__ __noinline__ void xyzz_dbl(xyzz<F>& a) {
+    if (xyzz_is_inf(a)) return;
+    F v, w;
+    dbl_core(a.x, a.y, v, w, a.x, a.y);
+    mul(a.zz, a.zz, v);
+    mul(a.zzz, a.zzz, w);
+}
+
+// mdbl-2008-s-1: a = 2 (x, y)
+template <class F> __device__ __forceinline__ void xyzz_mdbl(xyzz<F>& a, const F& x, const F& y) {
+    dbl_core(a.x, a.y, a.zz, a.zzz, x, y);
+}
+
+// The end that add-2008-s and madd-2008-s share: a's X3 and Y3 from P = U2 - U1 (non-zero),
+// R = S2 - S1, U1 and S1, and the factors PP and PPP that scale ZZ and ZZZ. u1 and s1 may be
+// a.x and a.y: both are read before a is written.
+template <class F>
+__device__ __forceinline__ void add_tail(xyzz<F>& a, const F& p, const F& r, const F& u1, const F& s1, F& pp,
+                                         F& ppp) {
+    F q, t, s;
+    sqr(pp, p);
+    mul(ppp, p, pp);
+    mul(q, u1, pp);
+    sqr(t, r);
+    sub(t, t, ppp);
+    sub(t, t, q);
+    sub(t, t, q);  // X3
+    sub(q, q, t);
+    mul(q, r, q);
+    mul(s, s1, ppp);
+    sub(a.y, q, s);
     a.x = t;
-    a.zz = v;
-    a.zzz = w;
 }
 
 // madd-2008-s: a += (x, y), with the doubling and inverse cases handled
@@ -254,7 +265,7 @@ template <class F> __device__ __noinline__ void xyzz_madd(xyzz<F>& a, const F& x
         set_one(a.zzz);
         return;
     }
-    F p, r, pp, ppp, q, t;
+    F p, r, pp, ppp;
     mul(p, x, a.zz);
     sub(p, p, a.x);
     mul(r, y, a.zzz);
@@ -264,18 +275,7 @@ template <class F> __device__ __noinline__ void xyzz_madd(xyzz<F>& a, const F& x
         else xyzz_set_inf(a);
         return;
     }
-    sqr(pp, p);
-    mul(ppp, p, pp);
-    mul(q, a.x, pp);
-    sqr(t, r);
-    sub(t, t, ppp);
-    sub(t, t, q);
-    sub(t, t, q);  // X3
-    sub(q, q, t);
-    mul(q, r, q);
-    mul(p, a.y, ppp);
-    sub(a.y, q, p);
-    a.x = t;
+    add_tail(a, p, r, a.x, a.y, pp, ppp);
     mul(a.zz, a.zz, pp);
     mul(a.zzz, a.zzz, ppp);
 }
@@ -287,7 +287,7 @@ template <class F> __device__ __noinline__ void xyzz_add(xyzz<F>& a, const xyzz<
         a = b;
         return;
     }
-    F u1, s1, p, r, pp, ppp, q, t;
+    F u1, s1, p, r, pp, ppp;
     mul(u1, a.x, b.zz);
     mul(p, b.x, a.zz);
     sub(p, p, u1);
@@ -299,18 +299,7 @@ template <class F> __device__ __noinline__ void xyzz_add(xyzz<F>& a, const xyzz<
         else xyzz_set_inf(a);
         return;
     }
-    sqr(pp, p);
-    mul(ppp, p, pp);
-    mul(q, u1, pp);
-    sqr(t, r);
-    sub(t, t, ppp);
-    sub(t, t, q);
-    sub(t, t, q);  // X3
-    sub(q, q, t);
-    mul(q, r, q);
-    mul(s1, s1, ppp);
-    sub(a.y, q, s1);
-    a.x = t;
+    add_tail(a, p, r, u1, s1, pp, ppp);
     mul(a.zz, a.zz, b.zz);
     mul(a.zz, a.zz, pp);
     mul(a.zzz, a.zzz, b.zzz);
