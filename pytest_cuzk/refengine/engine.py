@@ -154,6 +154,7 @@ class Engine:
         for _ in self._threads:
             self._synth_q.put(None)
             self._slots.release()
+        self.prover.witness_pool.close()  # a witness under way is cancelled: its job is being cancelled too
 
     # ---- views for GetStatus, metrics and /status ----------------------------------------------
 

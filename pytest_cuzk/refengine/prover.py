@@ -129,7 +129,7 @@ class RefProver:
         self.seed = seed  # the data seed the engine passes to gendata; proofs always use fresh randomness
         self.threads = threads or usable_cpus()
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ref-msm")
-        self._witness_pool = WitnessPool(self.threads)
+        self.witness_pool = WitnessPool(self.threads)  # the engine closes it at shutdown
         self._parallel_from = parallel_from  # the smallest circuit whose witnesses go to the workers
         self._lock = threading.Lock()
         self._circuit_locks: dict[str, threading.Lock] = {}
@@ -284,7 +284,7 @@ class RefProver:
                 witness = job.inputs.witness(k)
             except JobInputError:
                 return
-            job.witnesses[k] = self._witness_pool.submit(job.kind.circuit_id, self._preset, witness)
+            job.witnesses[k] = self.witness_pool.submit(job.kind.circuit_id, self._preset, witness)
 
     def synthesize(self, job: ParsedJob, partition: int) -> Synthesized:
         """All of one partition's CPU work, so that the prove stage is left with MSMs only.
@@ -397,4 +397,4 @@ class RefProver:
     def close(self) -> None:
         """Stop the MSM thread pool and the witness workers."""
         self._pool.shutdown(wait=True)
-        self._witness_pool.close()
+        self.witness_pool.close()

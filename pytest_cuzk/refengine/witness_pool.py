@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from .circuits import Preset
@@ -57,17 +58,25 @@ class WitnessPool:
         self._closed = False
 
     def submit(self, circuit_id: str, preset: Preset, witness: Any) -> Future[tuple[int, list[int]]]:
-        """Start one partition's witness; the future gives (number of inputs, z) or the circuit's error."""
+        """Start one partition's witness; the future gives (number of inputs, z) or the circuit's error.
+
+        A pool that lost a worker (the OOM killer, a signal) fails the witnesses it had, and is
+        replaced here, so that the jobs after them are served.
+        """
         with self._lock:
             if self._closed:
                 raise RuntimeError("the witness pool is closed")
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(
-                    self.workers,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_start_worker,
-                    initargs=(os.getpid(),),
-                )
+            if self._pool is not None:
+                try:
+                    return self._pool.submit(partition_witness, circuit_id, preset, witness)
+                except BrokenProcessPool:
+                    self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(os.getpid(),),
+            )
             return self._pool.submit(partition_witness, circuit_id, preset, witness)
 
     def close(self) -> None:

@@ -11,11 +11,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+from concurrent.futures.process import BrokenProcessPool
 
 import psutil
 import pytest
 
 from pytest_cuzk.refengine.circuits import PRESETS
+from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_witness
 from pytest_cuzk.wire.kinds import KINDS
@@ -72,6 +74,27 @@ def test_a_circuit_error_in_a_worker_reaches_the_caller():
         pool.close()
     with pytest.raises(RuntimeError, match="closed"):
         pool.submit("porep", PRESETS["default"], None)
+
+
+def test_a_pool_that_lost_a_worker_is_replaced_for_the_next_witness():
+    pool = WitnessPool(1)
+    before = _children()
+    porep = KINDS["porep"].circuit_id
+    try:
+        with pytest.raises(KeyError):
+            pool.submit("no-such-circuit", PRESETS["default"], None).result(timeout=60)  # starts the worker
+        (worker,) = [psutil.Process(pid) for pid in _children() - before]
+        # a witness of about a second: the worker dies under it
+        lost = pool.submit(porep, PRESETS["xlarge"], circuit_for(porep).blank(PRESETS["xlarge"]))
+        worker.kill()
+        with pytest.raises(BrokenProcessPool):
+            lost.result(timeout=60)
+        num_inputs, z = pool.submit(
+            porep, PRESETS["default"], circuit_for(porep).blank(PRESETS["default"])
+        ).result(timeout=60)
+        assert num_inputs > 1 and len(z) > num_inputs
+    finally:
+        pool.close()
 
 
 OWNER = textwrap.dedent(
