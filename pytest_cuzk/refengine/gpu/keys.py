@@ -54,8 +54,11 @@ class GpuKeys:
         self._lock = threading.Lock()
         self._keys: dict[int, _DeviceKey] = {}
         after, before = device_used(msm.ordinal), msm.used_before
-        self.context_bytes = after - before if after is not None and before is not None else None
-        """The CUDA context and both modules' kernels: NVML's used memory since before the context."""
+        with cupy.cuda.Device(msm.ordinal):
+            pooled = int(cupy.get_default_memory_pool().total_bytes())  # the opening check's MSMs
+        self.context_bytes = after - before - pooled if after is not None and before is not None else None
+        """The CUDA context and both modules' kernels: NVML's used memory since before the context,
+        less what CuPy's pool already holds (``device_bytes`` counts that)."""
 
     def device_bytes(self) -> int | None:
         """The process's device memory by its own count: the context, and what CuPy's pool holds."""
