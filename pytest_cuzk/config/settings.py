@@ -24,6 +24,7 @@ from pytest_cuzk.config import values
 from pytest_cuzk.config.options import OPTIONS, REF_PRESETS, option_value
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.wire.kinds import UnknownKind, by_name
+from pytest_cuzk.wire.redact import redact
 
 __all__ = ["Settings", "check_paths", "resolve_settings"]
 
@@ -144,7 +145,12 @@ def resolve_settings(config: pytest.Config) -> Settings:
     raw = {opt.name: option_value(config, opt) for opt in OPTIONS}
 
     def path(name: str) -> Path | None:
-        value = raw[name][0]
+        value, source = raw[name]
+        if value and "://" in str(value):  # as a Path it would lose the "//" that redact finds a URL by
+            raise pytest.UsageError(
+                f"--cuzk-{name} takes a local path, not a URL ({redact(str(value))}, from {source}): "
+                "download the file and pass its path"
+            )
         return Path(value).expanduser() if value else None
 
     for name in ("binary", "config", "manifest", "baseline"):  # an unset CI variable gives ""

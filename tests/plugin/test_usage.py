@@ -46,6 +46,16 @@ def test_a_bad_option_is_a_usage_error_naming_it(pytester, args, says):
     result.stderr.fnmatch_lines([f"ERROR: {says}"])
 
 
+@pytest.mark.parametrize("name", ["manifest", "config", "baseline", "binary"])
+def test_a_url_for_a_path_option_is_a_usage_error_that_masks_its_password(pytester, name):
+    result = _usage(pytester, f"--cuzk-{name}=https://carol:pw-in-url@127.0.0.1:9/file")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --cuzk-{name} takes a local path, not a URL (https://carol:***@127.0.0.1:9/file, *"]
+    )
+    assert "pw-in-url" not in result.stdout.str() + result.stderr.str()
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
