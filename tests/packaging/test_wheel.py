@@ -49,3 +49,15 @@ def test_k_selects_a_load_scenario_by_what_its_id_contains(user_venv, tmp_path):
     run = _as_a_user(user_venv, tmp_path, "--cuzk-daemon=ref", *select)
     assert "test_scenarios.py::test_priority[winning-under-porep]" in run.stdout, run.stdout[-2000:]
     assert "test_prove" not in run.stdout
+
+
+def test_the_wheel_holds_the_gpu_kernels_with_their_shared_field_code(user_venv, tmp_path):
+    probe = (
+        "from pytest_cuzk.refengine.gpu.kernels import kernel_source\n"
+        "for name in ('msm.cu', 'ntt.cu'):\n"
+        "    text = kernel_source(name)\n"
+        "    print(name, 'template <class P> struct mont' in text, '__global__' in text)\n"
+    )
+    run = subprocess.run([user_venv, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[:2] == ["msm.cu True True", "ntt.cu True True"]

@@ -1,25 +1,19 @@
 // BLS12-381 G1 and G2 multi-scalar multiplication for cuzk-ref's GPU prover.
 //
-// Fp: Montgomery form, R = 2^384, twelve 32-bit limbs, little endian, multiplied by CIOS and
-// kept fully reduced (below p), so that zero has one representation. Fp2 = Fp[u] / (u^2 + 1),
+// Fp: mont.cuh's arithmetic with twelve 32-bit limbs (R = 2^384). Fp2 = Fp[u] / (u^2 + 1),
 // (c0, c1), Karatsuba products: G2's coordinates, in the order py-arkworks writes them.
 // Points: affine bases (x, y: 2 field elements), sums in XYZZ coordinates (x = X/ZZ,
 // y = Y/ZZZ, ZZ^3 = ZZZ^2; the identity has ZZ = 0), with the add-2008-s, madd-2008-s and
 // dbl-2008-s-1 formulas of the Explicit-Formulas Database (a = 0 on both curves). The point
 // code is written once over the field F; each kernel has a _g1 and a _g2 entry point.
-// MSM: Pippenger with c-bit signed digits, for a batch of scalar vectors over the same bases at once (plan.py holds the same recoding in Python): a
-// counting sort of (window, |digit|) puts each point's index in its bucket, buckets are summed
-// in chunks, segments of buckets are weighted by running sums, and each window's sum leaves
+// MSM: Pippenger with c-bit signed digits, for a batch of scalar vectors over the same bases at
+// once (plan.py holds the same recoding in Python): a counting sort of (window, |digit|) puts
+// each point's index in its bucket, buckets are summed in chunks, segments of buckets are weighted by running sums, and each window's sum leaves
 // Montgomery form. The windows are folded on the host (msm.py): Horner's rule over them is
 // some 250 dependent doublings, 5 ms for one GPU thread and well under 1 ms for the CPU.
 
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
 #define NL 12
 #define NEG_FLAG 0x80000000u
-
-struct fp { u32 v[NL]; };
 
 __constant__ u32 FP_P[NL] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,
                              0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
@@ -27,163 +21,56 @@ __constant__ u32 FP_R2[NL] = {0x1c341746u, 0xf4df1f34u, 0x09d104f1u, 0x0a76e6a6u
                               0x939d83c0u, 0x67eb88a9u, 0xb519952du, 0x9a793e85u, 0x92cae3aau, 0x11988fe5u};
 __constant__ u32 FP_ONE[NL] = {0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu, 0x53c758bau, 0x5f489857u,
                                0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
-#define FP_PINV 0xfffcfffdu  // -p^-1 mod 2^32
 
-__device__ __forceinline__ bool fp_is_zero(const fp& a) {
-    u32 acc = 0;
-    for (int i = 0; i < NL; i++) acc |= a.v[i];
-    return acc == 0;
-}
+// Fp for mont.cuh; the product's outer loop stays rolled (see mul)
+struct fp_field {
+    static const int N = NL, UNROLL = 1;
+    static const u32 INV = 0xfffcfffdu;  // -p^-1 mod 2^32
+    __device__ static __forceinline__ u32 p(int i) { return FP_P[i]; }
+    __device__ static __forceinline__ u32 r2(int i) { return FP_R2[i]; }
+    __device__ static __forceinline__ u32 one(int i) { return FP_ONE[i]; }
+};
 
-__device__ __forceinline__ void fp_set_zero(fp& a) {
-    for (int i = 0; i < NL; i++) a.v[i] = 0;
-}
-
-__device__ __forceinline__ void fp_set_one(fp& a) {
-    for (int i = 0; i < NL; i++) a.v[i] = FP_ONE[i];
-}
-
-// a -= p when a >= p (a < 2p)
-__device__ __forceinline__ void fp_reduce_once(fp& a) {
-    u32 d[NL];
-    u32 borrow = 0;
-    for (int i = 0; i < NL; i++) {
-        u64 t = (u64)a.v[i] - FP_P[i] - borrow;
-        d[i] = (u32)t;
-        borrow = (u32)(t >> 32) & 1u;
-    }
-    if (!borrow)
-        for (int i = 0; i < NL; i++) a.v[i] = d[i];
-}
-
-__device__ __forceinline__ void fp_add(fp& r, const fp& a, const fp& b) {
-    u32 carry = 0;
-    for (int i = 0; i < NL; i++) {
-        u64 t = (u64)a.v[i] + b.v[i] + carry;
-        r.v[i] = (u32)t;
-        carry = (u32)(t >> 32);
-    }
-    fp_reduce_once(r);  // a + b < 2p < 2^382: no carry out of the top limb
-}
-
-__device__ __forceinline__ void fp_sub(fp& r, const fp& a, const fp& b) {
-    u32 borrow = 0;
-    for (int i = 0; i < NL; i++) {
-        u64 t = (u64)a.v[i] - b.v[i] - borrow;
-        r.v[i] = (u32)t;
-        borrow = (u32)(t >> 32) & 1u;
-    }
-    if (borrow) {
-        u32 carry = 0;
-        for (int i = 0; i < NL; i++) {
-            u64 t = (u64)r.v[i] + FP_P[i] + carry;
-            r.v[i] = (u32)t;
-            carry = (u32)(t >> 32);
-        }
-    }
-}
-
-__device__ __forceinline__ void fp_neg(fp& r, const fp& a) {
-    fp z;
-    fp_set_zero(z);
-    fp_sub(r, z, a);
-}
-
-// Montgomery product a * b / R mod p, coarsely integrated operand scanning; r may alias a or b.
-// The outer loop stays rolled (b's limbs rotate through bi, so no register array is indexed by a
-// variable): one product is ~150 instructions of code instead of ~1700, which keeps NVRTC fast.
-__device__ __forceinline__ void fp_mul(fp& r, const fp& a, const fp& b) {
-    u32 t[NL + 2], bs[NL];
-    for (int i = 0; i < NL + 2; i++) t[i] = 0;
-    for (int i = 0; i < NL; i++) bs[i] = b.v[i];
-#pragma unroll 1
-    for (int i = 0; i < NL; i++) {
-        u32 bi = bs[0];
-        for (int j = 0; j < NL - 1; j++) bs[j] = bs[j + 1];
-        u64 c = 0;
-        for (int j = 0; j < NL; j++) {
-            c = (u64)a.v[j] * bi + t[j] + (c >> 32);
-            t[j] = (u32)c;
-        }
-        c = (u64)t[NL] + (c >> 32);
-        t[NL] = (u32)c;
-        t[NL + 1] = (u32)(c >> 32);
-        u32 m = t[0] * FP_PINV;
-        c = (u64)m * FP_P[0] + t[0];
-        for (int j = 1; j < NL; j++) {
-            c = (u64)m * FP_P[j] + t[j] + (c >> 32);
-            t[j - 1] = (u32)c;
-        }
-        c = (u64)t[NL] + (c >> 32);
-        t[NL - 1] = (u32)c;
-        t[NL] = t[NL + 1] + (u32)(c >> 32);
-    }
-    for (int i = 0; i < NL; i++) r.v[i] = t[i];  // below 2p since p < R/4
-    fp_reduce_once(r);
-}
-
-
+typedef mont<fp_field> fp;
 
 // ---- the two fields behind one set of names, for the point code -------------------------------
 
 struct fp2 { fp c0, c1; };
 
-__device__ __forceinline__ bool is_zero(const fp& a) { return fp_is_zero(a); }
-__device__ __forceinline__ void set_zero(fp& a) { fp_set_zero(a); }
-__device__ __forceinline__ void set_one(fp& a) { fp_set_one(a); }
-__device__ __forceinline__ void add(fp& r, const fp& a, const fp& b) { fp_add(r, a, b); }
-__device__ __forceinline__ void sub(fp& r, const fp& a, const fp& b) { fp_sub(r, a, b); }
-__device__ __forceinline__ void neg(fp& r, const fp& a) { fp_neg(r, a); }
-__device__ __forceinline__ void mul(fp& r, const fp& a, const fp& b) { fp_mul(r, a, b); }
-__device__ __forceinline__ void sqr(fp& r, const fp& a) { fp_mul(r, a, a); }
-
-__device__ __forceinline__ bool is_zero(const fp2& a) { return fp_is_zero(a.c0) && fp_is_zero(a.c1); }
-__device__ __forceinline__ void set_zero(fp2& a) { fp_set_zero(a.c0); fp_set_zero(a.c1); }
-__device__ __forceinline__ void set_one(fp2& a) { fp_set_one(a.c0); fp_set_zero(a.c1); }
-__device__ __forceinline__ void add(fp2& r, const fp2& a, const fp2& b) { fp_add(r.c0, a.c0, b.c0); fp_add(r.c1, a.c1, b.c1); }
-__device__ __forceinline__ void sub(fp2& r, const fp2& a, const fp2& b) { fp_sub(r.c0, a.c0, b.c0); fp_sub(r.c1, a.c1, b.c1); }
-__device__ __forceinline__ void neg(fp2& r, const fp2& a) { fp_neg(r.c0, a.c0); fp_neg(r.c1, a.c1); }
+__device__ __forceinline__ bool is_zero(const fp2& a) { return is_zero(a.c0) && is_zero(a.c1); }
+__device__ __forceinline__ void set_zero(fp2& a) { set_zero(a.c0); set_zero(a.c1); }
+__device__ __forceinline__ void set_one(fp2& a) { set_one(a.c0); set_zero(a.c1); }
+__device__ __forceinline__ void add(fp2& r, const fp2& a, const fp2& b) { add(r.c0, a.c0, b.c0); add(r.c1, a.c1, b.c1); }
+__device__ __forceinline__ void sub(fp2& r, const fp2& a, const fp2& b) { sub(r.c0, a.c0, b.c0); sub(r.c1, a.c1, b.c1); }
+__device__ __forceinline__ void neg(fp2& r, const fp2& a) { neg(r.c0, a.c0); neg(r.c1, a.c1); }
 
 // (a0 + a1 u)(b0 + b1 u) = a0 b0 - a1 b1 + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u; r may alias a or b
 __device__ __noinline__ void mul(fp2& r, const fp2& a, const fp2& b) {
     fp t0, t1, s0, s1;
-    fp_mul(t0, a.c0, b.c0);
-    fp_mul(t1, a.c1, b.c1);
-    fp_add(s0, a.c0, a.c1);
-    fp_add(s1, b.c0, b.c1);
-    fp_mul(s0, s0, s1);
-    fp_sub(r.c0, t0, t1);
-    fp_sub(s0, s0, t0);
-    fp_sub(r.c1, s0, t1);
+    mul(t0, a.c0, b.c0);
+    mul(t1, a.c1, b.c1);
+    add(s0, a.c0, a.c1);
+    add(s1, b.c0, b.c1);
+    mul(s0, s0, s1);
+    sub(r.c0, t0, t1);
+    sub(s0, s0, t0);
+    sub(r.c1, s0, t1);
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
 __device__ __noinline__ void sqr(fp2& r, const fp2& a) {
     fp s, d, m;
-    fp_add(s, a.c0, a.c1);
-    fp_sub(d, a.c0, a.c1);
-    fp_mul(m, a.c0, a.c1);
-    fp_mul(r.c0, s, d);
-    fp_add(r.c1, m, m);
+    add(s, a.c0, a.c1);
+    sub(d, a.c0, a.c1);
+    mul(m, a.c0, a.c1);
+    mul(r.c0, s, d);
+    add(r.c1, m, m);
 }
 
-__device__ __forceinline__ void load(fp& a, const u32* src) {
-    for (int i = 0; i < NL; i++) a.v[i] = src[i];
-}
-__device__ __forceinline__ void store(u32* dst, const fp& a) {
-    for (int i = 0; i < NL; i++) dst[i] = a.v[i];
-}
 __device__ __forceinline__ void load(fp2& a, const u32* src) { load(a.c0, src); load(a.c1, src + NL); }
 __device__ __forceinline__ void store(u32* dst, const fp2& a) { store(dst, a.c0); store(dst + NL, a.c1); }
 
-// a out of Montgomery form (times 1 / R)
-__device__ __forceinline__ void from_montgomery(fp& a) {
-    fp one;
-    fp_set_zero(one);
-    one.v[0] = 1;
-    fp_mul(a, a, one);
-}
-__device__ __forceinline__ void from_montgomery(fp2& a) { from_montgomery(a.c0); from_montgomery(a.c1); }
+__device__ __forceinline__ void mont_out(fp2& a) { mont_out(a.c0); mont_out(a.c1); }
 
 template <class F> struct limbs_of { static const int n = sizeof(F) / sizeof(u32); };
 
@@ -328,10 +215,9 @@ template <class F> __device__ __forceinline__ void store_xyzz(u32* dst, const xy
 extern "C" __global__ void to_montgomery(u32* v, int count) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
-    fp a, r2;
-    load(r2, FP_R2);
+    fp a;
     load(a, v + NL * (long long)i);
-    fp_mul(a, a, r2);
+    mont_in(a);
     store(v + NL * (long long)i, a);
 }
 
@@ -487,10 +373,10 @@ template <class F> __device__ void window_sums_out(const u32* sums, int windows,
     if (w >= windows) return;
     xyzz<F> s;
     load_xyzz(s, sums + 4 * W * (u64)w);
-    from_montgomery(s.x);
-    from_montgomery(s.y);
-    from_montgomery(s.zz);
-    from_montgomery(s.zzz);
+    mont_out(s.x);
+    mont_out(s.y);
+    mont_out(s.zz);
+    mont_out(s.zzz);
     store_xyzz(out + 4 * W * (u64)w, s);
 }
 

@@ -1,4 +1,4 @@
-"""G1 and G2 MSMs on a CUDA device: ``msm.cu`` compiled by NVRTC through CuPy (cached on disk by CuPy).
+"""G1 and G2 MSMs on a CUDA device: the kernels of ``msm.cu``.
 
 Bases are uploaded once (``upload``: affine, converted to Montgomery form on the device) and
 stay resident; every MSM then moves only its scalars (8 32-bit limbs each) to the device and
@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, Generic
 
 import cupy
@@ -22,12 +21,12 @@ import pynvml
 from py_arkworks_bls12381 import Scalar
 
 from ...host.nvml import nvml_query, nvml_session
+from .kernels import Kernels
 from .plan import MsmPlan
 from .points import G1, G2, Group, Pt, affine_all, fold
 
 __all__ = ["DeviceBases", "GpuMsm", "device_used", "scalars_to_limbs"]
 
-_BLOCK = 128
 _STACK_BYTES = 3072
 """Stack a thread: G2's point code needs up to 2,496 bytes (``ptxas -v``), past CUDA's default 1 KB."""
 _CHUNK = 32
@@ -77,13 +76,11 @@ class GpuMsm:
         with cupy.cuda.Device(ordinal):
             props = cupy.cuda.runtime.getDeviceProperties(ordinal)
             self.name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-            source = resources.files(__package__).joinpath("msm.cu").read_text()
-            module = cupy.RawModule(code=source)
             names = ["to_montgomery", "signed_digits", "scatter"]
             names += [f"{k}_{g.suffix}" for k in _POINT_KERNELS for g in (G1, G2)]
-            self._k = {name: module.get_function(name) for name in names}
+            self._launch = Kernels(cupy, "msm.cu", names)
             # Reserve the stack now, not at the first G2 launch, so that its memory is there from the start.
-            stack = max(_STACK_BYTES, *(int(getattr(f, "local_size_bytes", 0)) for f in self._k.values()))
+            stack = max(_STACK_BYTES, self._launch.local_bytes())
             cupy.cuda.runtime.deviceSetLimit(getattr(cupy.cuda.runtime, "cudaLimitStackSize", 0), stack)
             cupy.cuda.runtime.deviceSynchronize()
 
@@ -91,10 +88,6 @@ class GpuMsm:
     def label(self) -> str:
         """How the engine names this prover (``prover="gpu:NVIDIA H200"``)."""
         return f"gpu:{self.name}"
-
-    def _launch(self, name: str, threads: int, *args: Any) -> None:
-        blocks = (threads + _BLOCK - 1) // _BLOCK
-        self._k[name]((max(blocks, 1),), (_BLOCK,), args)
 
     def upload(self, points: Sequence[Pt], group: Group[Pt]) -> DeviceBases[Pt]:
         """Copy affine bases of ``group`` to the device, in Montgomery form there."""

@@ -1,4 +1,4 @@
-"""The QAP witness map on a CUDA device: ``ntt.cu`` compiled by NVRTC through CuPy.
+"""The QAP witness map on a CUDA device: the kernels of ``ntt.cu``.
 
 The same arithmetic as ``qap.h_coefficients`` (three iFFTs, three coset FFTs, the quotient by
 Z on the coset, one coset iFFT), as radix-2 NTTs over Fr in Montgomery form. On the PCE path
@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
 from ..field import GENERATOR, Domain, R, inv
 from ..r1cs import CSR, Matrices
+from .kernels import Kernels
 
 __all__ = ["GpuNtt", "fr_limbs"]
 
-_BLOCK = 128
 _MONT = 1 << 256
 
 
@@ -84,19 +83,14 @@ class GpuNtt:
 
         self._cp = cupy
         with cupy.cuda.Device(ordinal):
-            module = cupy.RawModule(code=resources.files(__package__).joinpath("ntt.cu").read_text())
             names = ("fr_to_mont", "bit_reverse", "butterflies", "scale_rows", "quotient", "spmv")
-            self._k = {name: module.get_function(name) for name in names}
+            self._launch = Kernels(cupy, "ntt.cu", names)
 
     def forget(self) -> None:
         """Drop the domains' tables and the PCEs (EvictSRS frees the device memory a key's proofs used)."""
         with self._lock:
             self._tables.clear()
             self._matrices.clear()
-
-    def _launch(self, name: str, threads: int, *args: Any) -> None:
-        blocks = (threads + _BLOCK - 1) // _BLOCK
-        self._k[name]((max(blocks, 1),), (_BLOCK,), args)
 
     def _domain(self, domain: Domain) -> _Tables:
         tables = self._tables.get(domain.size)
