@@ -30,13 +30,13 @@ def series_name(key: MetricKey) -> str:
 
 
 def read_counters(address: str) -> MetricValues:
-    """The proof counters (gauges, and the summary over the last 1000 proofs, do not add up)."""
+    """The proof counters and cuzk-ref's phase seconds (gauges and the last-1000 summary do not add up)."""
     with ProvingClient(address) as client:
         samples = client.metric_samples(timeout=5.0)
     return {
         key: sample.value
         for key, sample in samples.by_key.items()
-        if sample.name.startswith(("cuzk_proofs_completed", "cuzk_proofs_failed"))
+        if sample.name.startswith(("cuzk_proofs_completed", "cuzk_proofs_failed", "cuzk_ref_phase_seconds"))
     }
 
 

@@ -9,7 +9,9 @@ does not have, through which the engine says what it is to any cuzk client:
 ``cuzk_ref_info{version, preset, behave, param_cache, prover} 1`` (``prover`` is ``cpu`` or
 ``gpu:<device name>``), and on the GPU prover ``cuzk_ref_gpu_memory_bytes``: its device memory
 by its own count (the CUDA context as NVML saw it appear, plus what CuPy's pool holds), which
-a client can hold against NVML's figure for the process.
+a client can hold against NVML's figure for the process. Last the counter
+``cuzk_ref_phase_seconds_total{phase}``: seconds the prover spent in each named phase (witness,
+sparse products, MSMs, self-check...), so that a run's summary says where its time went.
 
 prometheus-client's text format always names a counter family ``<name>_total``, so it
 cannot print cuzk's ``# TYPE cuzk_proofs_completed counter`` line. The two per-kind
@@ -93,6 +95,10 @@ class EngineCollector(Collector):
         if gpu_bytes is not None:
             doc = "The GPU prover's device memory: CUDA context and kernels, plus CuPy's pool"
             yield _metric("cuzk_ref_gpu_memory_bytes", doc, "gauge", gpu_bytes)
+        phases = Metric("cuzk_ref_phase_seconds", "Seconds the prover spent per phase", "counter")
+        for phase, spent in sorted(engine.prover.timings().items()):
+            phases.add_sample("cuzk_ref_phase_seconds_total", {"phase": phase}, round(spent, 6))
+        yield phases
 
     @staticmethod
     def _per_kind(name: str, doc: str, counts: dict[str, int]) -> Metric:

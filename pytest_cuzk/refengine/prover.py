@@ -390,7 +390,7 @@ class RefProver:
         with self.timer.phase("self-check"):
             return first_bad_partition(pk.vk, job.inputs, proof)
 
-    def timings(self) -> dict[str, Any]:
+    def timings(self) -> dict[str, float]:
         """Seconds spent per named phase since this prover was created."""
         return dict(self.timer.totals)
 

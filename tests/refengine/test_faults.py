@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -80,9 +79,11 @@ def test_slow_factor_makes_every_proof_take_that_many_times_as_long(
         return float(result.synthesis_ms + result.gpu_compute_ms)
 
     plain, slowed = start_engine(), start_engine(faults=Faults(slow_factor=2.0))
-    # One proof of each in turn: a host that slows down meanwhile slows both alike.
-    ratios = [total_ms(slowed, i) / total_ms(plain, i) for i in range(5)]
-    assert 1.5 <= statistics.median(ratios) <= 2.7, ratios
+    # One proof of each in turn, and the fastest of each: a busy host only ever adds time, so the
+    # minima are the proofs' own cost while the other tests' load comes and goes.
+    times = [(total_ms(plain, i), total_ms(slowed, i)) for i in range(5)]
+    plain_ms, slowed_ms = min(t[0] for t in times), min(t[1] for t in times)
+    assert 1.5 <= slowed_ms / plain_ms <= 2.7, times
 
 
 @pytest.mark.parametrize("fifo", [False, True], ids=["priorities", "fifo"])

@@ -156,7 +156,7 @@ def test_metrics_have_cuzks_names_labels_and_order_then_the_engines_info(
     text = stub.GetMetrics(pb.GetMetricsRequest()).prometheus_text
     samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
     names = list(dict.fromkeys(s.name for s in samples))
-    assert names == [*CUZK_SAMPLES, "cuzk_ref_info"]
+    assert names == [*CUZK_SAMPLES, "cuzk_ref_info", "cuzk_ref_phase_seconds_total"]
     by_name = {(s.name, s.labels.get("proof_kind")): s.value for s in samples}
     assert by_name[("cuzk_proofs_completed_total", None)] == 1
     assert by_name[("cuzk_proofs_failed", "window_post")] == 1
@@ -175,6 +175,11 @@ def test_metrics_have_cuzks_names_labels_and_order_then_the_engines_info(
         "param_cache": str(ref_params),
         "prover": running.engine.prover.prover_label,
     }
+    # where the proofs' time went: the prover's own phase totals, as counters a run's summary subtracts
+    phases = {s.labels["phase"]: s.value for s in samples if s.name == "cuzk_ref_phase_seconds_total"}
+    assert phases.keys() == running.engine.prover.timings().keys() >= {"prove: MSM", "self-check"}
+    assert all(seconds > 0 for seconds in phases.values())
+    assert "# TYPE cuzk_ref_phase_seconds_total counter" in text
 
 
 def test_http_status_has_cuzks_keys_and_404s_elsewhere(
