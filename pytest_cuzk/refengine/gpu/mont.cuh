@@ -3,7 +3,8 @@
 // limb count N, its modulus p(i), R^2 mod p r2(i) and R mod p one(i) (R = 2^(32 N)), -p^-1 mod
 // 2^32 INV, and UNROLL, how far the product's outer loop is unrolled. Elements are little-endian
 // limbs kept fully reduced (below p), so that zero has one representation. Results may alias
-// operands. Both moduli are below R/4, so a + b and the product's last sum stay below 2p < R.
+// operands. Both moduli are below R/2, so a + b < 2p fits the limbs, and a product, below 2p
+// before its last step (p < R), needs one subtraction of p.
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
