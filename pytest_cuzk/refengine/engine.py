@@ -351,13 +351,20 @@ class Engine:
             log.info("job %s completed (%s) in %d ms", job.job_id, job.kind.status_name, result.total_ms)
 
     def _self_check(self, job: Job, proof: bytes) -> int | None:
-        """The first partition whose proof does not verify, None when all do."""
+        """The first partition whose proof does not verify, None when all do.
+
+        ``slow_factor`` stretches it as it does the other stages: a proof's whole time in the
+        engine, so that a planted 10% is 10% of what a client measures, not of part of it.
+        """
+        t0 = time.monotonic()
         try:
             assert job.parsed is not None, "parsed before proving"
             return self.prover.first_bad_partition(job.parsed, proof)
         except Exception:
             log.exception("job %s: self-check raised", job.job_id)
             return 0
+        finally:
+            faults.slow_down(self.config.faults, time.monotonic() - t0)
 
     # ---- results ------------------------------------------------------------------------------
 

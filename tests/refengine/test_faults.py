@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ from engine_support import RefData, Running
 
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine import faults
 from pytest_cuzk.refengine.config import Faults
 from pytest_cuzk.refengine.verify import verify_proof
 from pytest_cuzk.wire.kinds import KINDS
@@ -84,6 +86,28 @@ def test_slow_factor_makes_every_proof_take_that_many_times_as_long(
     times = [(total_ms(plain, i), total_ms(slowed, i)) for i in range(5)]
     plain_ms, slowed_ms = min(t[0] for t in times), min(t[1] for t in times)
     assert 1.5 <= slowed_ms / plain_ms <= 2.7, times
+
+
+def test_slow_factor_stretches_every_stage_of_a_proof_the_self_check_too(
+    start_engine: Callable[..., Running], ref_data: RefData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planted 10% must be 10% of the engine's whole time for a proof, or the gate sees less."""
+    stages: list[str] = []
+    real = faults.slow_down
+
+    def recorded(config: Faults, stage_s: float) -> float:
+        stages.append(threading.current_thread().name)
+        return real(config, stage_s)
+
+    monkeypatch.setattr(faults, "slow_down", recorded)
+    result = (
+        start_engine(faults=Faults(slow_factor=1.1))
+        .stub.Prove(pb.ProveRequest(submit=ref_data.request("winning")))
+        .result
+    )
+    assert result.status == Status.COMPLETED, result.error_message
+    # synthesis on a synthesis worker; the prove pass, then the self-check, on the prove worker
+    assert stages == ["ref-synth-0", "ref-prove-0", "ref-prove-0"]
 
 
 @pytest.mark.parametrize("fifo", [False, True], ids=["priorities", "fifo"])
