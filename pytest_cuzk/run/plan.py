@@ -14,6 +14,9 @@ sizes a run by its percentile's): stable is not enough until each gated figure's
 within half its limit, over at least ``PRECISE_WINDOWS`` windows, so that two such runs can tell
 a change of about twice the limit apart. A run saved for later comparison (``--benchmark-save``,
 ``--benchmark-autosave``) is sized the same way, for ``SAVED_PRECISION`` when it gates nothing itself.
+Short of that precision such a run may measure up to ``PRECISION_BUDGETS`` case budgets: on the
+GPU prover every gated run of the H100 host ended at one budget with an interval of ±4 to 6%,
+and a planted 10% slow-down measured inside it is "not significantly beyond" a 5% limit.
 
 Each wave is one pytest-benchmark round through ``benchmark.pedantic``: a round's setup checks
 the previous wave and builds the next wave's requests, so neither is in the round's time.
@@ -40,6 +43,7 @@ from pytest_cuzk.wire.units import plural
 
 __all__ = [
     "PRECISE_WINDOWS",
+    "PRECISION_BUDGETS",
     "SAVED_PRECISION",
     "STABLE_WINDOWS",
     "Plan",
@@ -55,6 +59,8 @@ PRECISE_WINDOWS = 6
 """Fewest windows a compared or saved run measures: three calm windows (15 s) can meet the
 precision by luck of one host state, and on the H200 host such runs were the ones whose
 figure stood furthest from the same build's other runs."""
+PRECISION_BUDGETS = 3
+"""Case budgets a compared or saved run may measure while its interval is wider than the gate needs."""
 SAVED_PRECISION = (("throughput", 2.5),)
 """A run saved with no gate is a baseline to come: measured until its throughput's interval is
 within ±2.5%, what a 5% throughput gate asks of the run compared with it."""
@@ -184,9 +190,13 @@ class Measurement:
         settled = stable(self._windows, plan.stability_pct)
         if settled and self._precise:
             return f"stable after {plural(len(self._windows), 'window')}"
-        if elapsed + elapsed / len(self.result.waves) > plan.budget_s:
-            short = ", short of the compare gate's precision" if settled else ""
-            return f"the {plan.budget_s:g} s time budget (--cuzk-case-budget) would be overrun{short}"
+        budget = f"{plan.budget_s:g} s time budget (--cuzk-case-budget)"
+        next_end = elapsed + elapsed / len(self.result.waves)
+        if self._precise and next_end > plan.budget_s:
+            return f"the {budget} would be overrun"
+        if next_end > PRECISION_BUDGETS * plan.budget_s:
+            short = "short of the compare gate's precision"
+            return f"{PRECISION_BUDGETS} times the {budget} would be overrun, {short}"
         return ""
 
     def progress(self) -> str:

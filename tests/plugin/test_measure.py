@@ -109,14 +109,30 @@ def test_the_minimum_proofs_win_over_the_budget_and_the_maximum_bounds_all(daemo
 
 def test_a_compared_run_measures_until_its_interval_is_within_half_the_limit(daemon, pytester):
     # A steady fake can reach ±0.5% within the three windows stability needs: ask for ±0.01%
-    tight = measure(daemon, pytester, plan(precision=(("throughput", 0.01),), budget_s=3.0))
-    loose = measure(daemon, pytester, plan(precision=(("throughput", 50.0),), budget_s=3.0))
+    start = time.monotonic()
+    tight = measure(daemon, pytester, plan(precision=(("throughput", 0.01),), budget_s=1.0))
+    tight_s = time.monotonic() - start
+    loose = measure(daemon, pytester, plan(precision=(("throughput", 50.0),), budget_s=1.0))
     assert loose.windows >= 6, "a compared run measures 6 windows at least"
     assert loose.stop_reason == f"stable after {loose.windows} windows"
     half = stats.half_width_pct(case_samples(tight).series("window_s_per_proof"), stats.Rate())
     assert tight.stop_reason.startswith("stable after") == (half is not None and half <= 0.01)
     if half is None or half > 0.01:  # on a loaded host the fake's windows can come out alike
         assert len(tight.proofs) > len(loose.proofs), "short of ±0.01% it measured on, past stability"
+        # and past its budget, up to three of them: the gate's precision is worth the time
+        assert tight.stop_reason == (
+            "3 times the 1 s time budget (--cuzk-case-budget) would be overrun, "
+            "short of the compare gate's precision"
+        )
+        assert 1.5 < tight_s < 4.5
+
+
+def test_a_plain_run_that_is_stable_stops_at_its_budget_without_a_gate(daemon, pytester):
+    """No precision asked (no gate, nothing saved): the budget is the budget."""
+    start = time.monotonic()
+    result = measure(daemon, pytester, plan(budget_s=1.0, stability_pct=0.001))
+    assert time.monotonic() - start < 1.5
+    assert result.stop_reason == "the 1 s time budget (--cuzk-case-budget) would be overrun"
 
 
 def test_requests_and_verification_stay_outside_the_timed_waves(daemon, pytester):
