@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import random
 import shutil
 import signal
 import subprocess
@@ -17,10 +18,13 @@ from typing import Any
 
 import grpc
 import pytest
+from py_arkworks_bls12381 import Scalar
 
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.proto import pb, pb_grpc
 from pytest_cuzk.refengine.engine import Engine
+from pytest_cuzk.refengine.field import R
+from pytest_cuzk.refengine.gpu.points import Group
 from pytest_cuzk.refengine.server import MAX_MESSAGE_BYTES
 from pytest_cuzk.wire.kinds import KINDS
 
@@ -257,3 +261,14 @@ def wait_until_none_queued(stub: pb_grpc.ProvingEngineStub, status_name: str, ti
     """Poll GetStatus until no job of that kind waits in the queue (cuzk lists a kind only then)."""
     failure = f"{status_name} jobs still queued after {timeout} s"
     _wait_for_queue(stub, status_name, lambda q: q is None or q.pending == 0, timeout, failure)
+
+
+def distinct_points(rnd: random.Random, n: int, group: Group[Any]) -> list[Any]:
+    """Distinct pseudo-random points of ``group``: a random start, then steps of a random point."""
+    g = group.point()
+    p, step = g * Scalar(rnd.randrange(1, R)), g * Scalar(rnd.randrange(1, R))
+    out = []
+    for _ in range(n):
+        out.append(p)
+        p = p + step
+    return out

@@ -12,6 +12,7 @@ from array import array
 
 import numpy as np
 import pytest
+from engine_support import distinct_points
 from py_arkworks_bls12381 import Scalar
 
 from pytest_cuzk.proto import pb
@@ -37,24 +38,12 @@ from pytest_cuzk.refengine.gpu.msm import scalars_to_limbs  # noqa: E402
 from pytest_cuzk.refengine.gpu.ntt import GpuNtt, fr_limbs  # noqa: E402
 from pytest_cuzk.refengine.gpu.points import G1, G2, Group  # noqa: E402
 
-
-def _points(rnd: random.Random, n: int, group: Group = G1) -> list:
-    """Distinct pseudo-random points: a random start, then steps of a random point."""
-    g = group.point()
-    p, step = g * Scalar(rnd.randrange(1, R)), g * Scalar(rnd.randrange(1, R))
-    out = []
-    for _ in range(n):
-        out.append(p)
-        p = p + step
-    return out
-
-
 SIZES = {"one": 1, "two": 2, "small": 33, "random": 3000, "wide": 20_000, "max window": 1 << 17}
 
 
 def _case(name: str, rnd: random.Random, group: Group) -> tuple[list, list[int]]:
     n = SIZES.get(name, 400)
-    pts, ks = _points(rnd, n, group), [rnd.randrange(R) for _ in range(n)]
+    pts, ks = distinct_points(rnd, n, group), [rnd.randrange(R) for _ in range(n)]
     if name == "zero scalars":
         ks = [0 if i % 3 else k for i, k in enumerate(ks)]
     elif name == "all zero":
@@ -100,7 +89,7 @@ def test_gpu_msm_batch_matches_arkworks_row_by_row(group, batch):
     """A batch of MSMs over one set of bases: each row its own sum, a zero row the identity."""
     seed = secrets.randbits(32)
     rnd = random.Random(seed)
-    pts = _points(rnd, 700, group)
+    pts = distinct_points(rnd, 700, group)
     rows = [[rnd.randrange(R) for _ in pts] for _ in range(batch)]
     rows[-1] = [0] * len(pts) if batch > 1 else rows[-1]
     limbs = np.stack([scalars_to_limbs([Scalar(k) for k in row]) for row in rows])

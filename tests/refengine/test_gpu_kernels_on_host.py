@@ -20,6 +20,7 @@ from typing import Any
 import hostcuda
 import numpy as np
 import pytest
+from engine_support import distinct_points
 from py_arkworks_bls12381 import Scalar
 from test_groth16 import TOXIC, preimage_circuit, proof_input
 
@@ -63,21 +64,10 @@ def ntt(gpu: SimpleNamespace) -> GpuNtt:
     return GpuNtt(gpu.device.ordinal)
 
 
-def _points(rnd: random.Random, n: int, group: Group[Any]) -> list[Any]:
-    """Distinct pseudo-random points: a random start, then steps of a random point."""
-    g = group.point()
-    p, step = g * Scalar(rnd.randrange(1, R)), g * Scalar(rnd.randrange(1, R))
-    out = []
-    for _ in range(n):
-        out.append(p)
-        p = p + step
-    return out
-
-
 def _case(name: str, group: Group[Any]) -> tuple[list[Any], list[int]]:
     rnd = random.Random(f"{group.suffix}-{name}")
     n = {"one": 1, "wide": 2048, "equal scalars": 2048}.get(name, 128)
-    pts, ks = _points(rnd, n, group), [rnd.randrange(R) for _ in range(n)]
+    pts, ks = distinct_points(rnd, n, group), [rnd.randrange(R) for _ in range(n)]
     if name == "edges":
         pts[1], pts[2], pts[3], pts[9] = group.point.identity(), pts[0], -pts[0], pts[8]
         ks[4:9] = [0, 1, R - 1, R - 2, 1 << 254]
