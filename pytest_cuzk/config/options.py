@@ -118,7 +118,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-proofs", "Maximum proofs per test", 1000, "float"),
     Option(
         "case-budget",
-        "Seconds a test may measure: no wave starts that would end past them (the minimum proofs still run)",
+        "Seconds a test may measure: no wave starts that would end past them (the minimum proofs still run;"
+        " a gated or saved run short of the precision its gate needs: up to 3 times as long)",
         45.0,
         "float",
     ),

@@ -1,4 +1,6 @@
-"""How the daemons' proof counters moved over the run, summed across restarts and xdist workers.
+"""How the daemons' counters moved over the run, summed across restarts and xdist workers.
+
+The counters are the proofs completed and failed, and cuzk-ref's phase seconds.
 
 The ledger reads a daemon's counters whenever a cuzk test starts or ends. Each daemon
 process contributes its last reading minus its first, so a daemon stopped for a new

@@ -3,8 +3,8 @@
 //
 // A launch runs every (block, thread) index in turn, one thread after the other. That is a faithful
 // schedule for these kernels only because they share nothing within a launch: no __shared__ memory,
-// no __syncthreads, and their two atomicAdds are plain counters (a sequential add is one legal
-// interleaving). `#pragma unroll` is unknown to g++: compile with -Wno-unknown-pragmas.
+// no __syncthreads, and their two atomicAdds (one counts a bucket's points, one hands out its
+// slots) are correct in any order of the threads, so a sequential one is a legal interleaving. `#pragma unroll` is unknown to g++: compile with -Wno-unknown-pragmas.
 
 #include <cstddef>
 #include <string>

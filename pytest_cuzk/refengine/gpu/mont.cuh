@@ -1,7 +1,7 @@
 // Montgomery arithmetic over a prime field of N 32-bit limbs, written once for Fr (ntt.cu) and
 // Fp (msm.cu); the loader puts this file in front of each. A field is a traits struct P: its
-// limb count N, its modulus p(i), R^2 mod p r2(i) and R mod p one(i) (R = 2^(32 N)), -p^-1 mod
-// 2^32 INV, and UNROLL, how far the product's outer loop is unrolled. Elements are little-endian
+// limb count N, its modulus p(i), R^2 mod p r2(i), -p^-1 mod 2^32 INV, UNROLL, how far the
+// product's outer loop is unrolled, and, for set_one, R mod p one(i) (R = 2^(32 N)). Elements are little-endian
 // limbs kept fully reduced (below p), so that zero has one representation. Results may alias
 // operands. Both moduli are below R/2, so a + b < 2p fits the limbs, and a product, below 2p
 // before its last step (p < R), needs one subtraction of p.

@@ -8,8 +8,8 @@
 // code is written once over the field F; each kernel has a _g1 and a _g2 entry point.
 // MSM: Pippenger with c-bit signed digits, for a batch of scalar vectors over the same bases at
 // once (plan.py holds the same recoding in Python): a counting sort of (window, |digit|) puts
-// each point's index in its bucket, buckets are summed in chunks, segments of buckets are weighted by running sums, and each window's sum leaves
-// Montgomery form. The windows are folded on the host (msm.py): Horner's rule over them is
+// each point's index in its bucket, buckets are summed in chunks, segments of buckets are
+// weighted by running sums, and each window's sum leaves Montgomery form. The windows are folded on the host (msm.py): Horner's rule over them is
 // some 250 dependent doublings, 5 ms for one GPU thread and well under 1 ms for the CPU.
 
 #define NL 12
@@ -40,8 +40,14 @@ struct fp2 { fp c0, c1; };
 __device__ __forceinline__ bool is_zero(const fp2& a) { return is_zero(a.c0) && is_zero(a.c1); }
 __device__ __forceinline__ void set_zero(fp2& a) { set_zero(a.c0); set_zero(a.c1); }
 __device__ __forceinline__ void set_one(fp2& a) { set_one(a.c0); set_zero(a.c1); }
-__device__ __forceinline__ void add(fp2& r, const fp2& a, const fp2& b) { add(r.c0, a.c0, b.c0); add(r.c1, a.c1, b.c1); }
-__device__ __forceinline__ void sub(fp2& r, const fp2& a, const fp2& b) { sub(r.c0, a.c0, b.c0); sub(r.c1, a.c1, b.c1); }
+__device__ __forceinline__ void add(fp2& r, const fp2& a, const fp2& b) {
+    add(r.c0, a.c0, b.c0);
+    add(r.c1, a.c1, b.c1);
+}
+__device__ __forceinline__ void sub(fp2& r, const fp2& a, const fp2& b) {
+    sub(r.c0, a.c0, b.c0);
+    sub(r.c1, a.c1, b.c1);
+}
 __device__ __forceinline__ void neg(fp2& r, const fp2& a) { neg(r.c0, a.c0); neg(r.c1, a.c1); }
 
 // (a0 + a1 u)(b0 + b1 u) = a0 b0 - a1 b1 + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u; r may alias a or b

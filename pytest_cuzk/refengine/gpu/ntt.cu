@@ -12,8 +12,6 @@ __constant__ u32 FR_R[RL] = {0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
                              0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
 __constant__ u32 FR_R2[RL] = {0xf3f29c6du, 0xc999e990u, 0x87925c23u, 0x2b6cedcbu,
                               0x7254398fu, 0x05d31496u, 0x9f59ff11u, 0x0748d9d9u};
-__constant__ u32 FR_ONE[RL] = {0xfffffffeu, 0x00000001u, 0x00034802u, 0x5884b7fau,
-                               0xecbc4ff5u, 0x998c4fefu, 0xacc5056fu, 0x1824b159u};
 
 // Fr for mont.cuh; its product is unrolled whole
 struct fr_field {
@@ -21,7 +19,6 @@ struct fr_field {
     static const u32 INV = 0xffffffffu;  // -r^-1 mod 2^32
     __device__ static __forceinline__ u32 p(int i) { return FR_R[i]; }
     __device__ static __forceinline__ u32 r2(int i) { return FR_R2[i]; }
-    __device__ static __forceinline__ u32 one(int i) { return FR_ONE[i]; }
 };
 
 typedef mont<fr_field> fr;
