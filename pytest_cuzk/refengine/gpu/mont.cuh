@@ -122,6 +122,17 @@ template <class P> __device__ __forceinline__ void mont_in(mont<P>& a) {
     mul(a, a, r2);
 }
 
+// The body of a kernel that puts `count` canonical elements of v into Montgomery form, in place:
+// thread i takes element i.
+template <class P> __device__ __forceinline__ void mont_in_each(u32* v, int count) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    mont<P> a;
+    load(a, v + (size_t)i * P::N);
+    mont_in(a);
+    store(v + (size_t)i * P::N, a);
+}
+
 // a out of Montgomery form (times 1 / R)
 template <class P> __device__ __forceinline__ void mont_out(mont<P>& a) {
     mont<P> one;

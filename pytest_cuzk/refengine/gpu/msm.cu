@@ -218,14 +218,7 @@ template <class F> __device__ __forceinline__ void store_xyzz(u32* dst, const xy
 // ---- kernels ------------------------------------------------------------------------------------
 
 // `count` Fp elements (a base's coordinates, canonical) into Montgomery form, in place.
-extern "C" __global__ void to_montgomery(u32* v, int count) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
-    fp a;
-    load(a, v + NL * (long long)i);
-    mont_in(a);
-    store(v + NL * (long long)i, a);
-}
+extern "C" __global__ void to_montgomery(u32* v, int count) { mont_in_each<fp_field>(v, count); }
 
 // c bits of a 256-bit scalar (8 limbs) from bit `pos`
 __device__ __forceinline__ u32 scalar_bits(const u32* s, int pos, int c) {

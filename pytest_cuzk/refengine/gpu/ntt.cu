@@ -24,14 +24,7 @@ struct fr_field {
 typedef mont<fr_field> fr;
 
 // Canonical values (below r) into Montgomery form, in place.
-extern "C" __global__ void fr_to_mont(u32* a, int count) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
-    fr x;
-    load(x, a + (size_t)i * RL);
-    mont_in(x);
-    store(a + (size_t)i * RL, x);
-}
+extern "C" __global__ void fr_to_mont(u32* a, int count) { mont_in_each<fr_field>(a, count); }
 
 // Row b of out is row b of in in bit-reversed order (n = 2^log_n; batch rows).
 extern "C" __global__ void bit_reverse(const u32* in, u32* out, int log_n, int batch) {
