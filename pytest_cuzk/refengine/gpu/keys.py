@@ -54,18 +54,19 @@ class GpuKeys:
         self._lock = threading.Lock()
         self._keys: dict[int, _DeviceKey] = {}
         after, before = device_used(msm.ordinal), msm.used_before
-        with cupy.cuda.Device(msm.ordinal):
-            pooled = int(cupy.get_default_memory_pool().total_bytes())  # the opening check's MSMs
+        pooled = self._pooled()  # the opening check's MSMs
         self.context_bytes = after - before - pooled if after is not None and before is not None else None
         """The CUDA context and both modules' kernels: NVML's used memory since before the context,
         less what CuPy's pool already holds (``device_bytes`` counts that)."""
 
+    def _pooled(self) -> int:
+        """The bytes CuPy's memory pool holds on this device."""
+        with cupy.cuda.Device(self.msm.ordinal):
+            return int(cupy.get_default_memory_pool().total_bytes())
+
     def device_bytes(self) -> int | None:
         """The process's device memory by its own count: the context, and what CuPy's pool holds."""
-        if self.context_bytes is None:
-            return None
-        with cupy.cuda.Device(self.msm.ordinal):
-            return self.context_bytes + int(cupy.get_default_memory_pool().total_bytes())
+        return None if self.context_bytes is None else self.context_bytes + self._pooled()
 
     @property
     def label(self) -> str:
