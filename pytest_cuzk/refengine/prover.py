@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,9 +53,9 @@ from .groth16 import (
 from .param_cache import check_param_cache
 from .pce import PceError, constraint_digest, load_pce, pce_path, write_pce
 from .qap import h_coefficients
-from .r1cs import ConstraintSystem, Matrices
+from .r1cs import ConstraintSystem, Evaluations, Matrices
 from .verify import first_bad_partition, key_stem
-from .witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_witness, usable_cpus
+from .witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_constraints, partition_witness, usable_cpus
 
 if TYPE_CHECKING:
     from .gpu.keys import GpuKeys
@@ -80,10 +80,13 @@ class ParsedJob:
     kind: ProofKindInfo
     partitions: int
     inputs: Inputs = field(repr=False)
-    witnesses: dict[int, Future[tuple[int, list[int]]]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
-    """Partition witnesses under way in the worker processes (``RefProver.prefetch``), by partition."""
+    witnesses: dict[int, Future[Any]] = field(default_factory=dict, repr=False, compare=False)
+    """Partitions under way in the worker processes (``RefProver.prefetch``), by partition: each
+    future gives (number of inputs, z) on the PCE path, ``Evaluations`` on the constraint system's."""
+
+
+Source = Matrices | ConstraintSystem | Evaluations
+"""Where a partition's A·z, B·z, C·z come from: the PCE's matrices, or the constraint system's rows."""
 
 
 @dataclass
@@ -271,20 +274,30 @@ class RefProver:
             return m
 
     def prefetch(self, job: ParsedJob) -> None:
-        """Start a large circuit's partition witnesses in the worker processes (on the PCE path only).
+        """Start a large circuit's partitions in the worker processes, side by side.
 
-        A partition the request cannot give a witness for, and those after it, are left to
-        ``synthesize``, which raises its ``JobInputError`` with the partition's number.
+        On the PCE path the workers make each partition's witness; on the constraint-system path
+        (cuzk's, every proof) they synthesise it whole, but for the partition whose constraint
+        system this process needs for a PCE extraction, which stays here. A partition the request
+        cannot give a witness for, and those after it, are left to ``synthesize``, which raises
+        its ``JobInputError`` with the partition's number.
         """
-        m = self._resident_pce(job.kind.circuit_id, job.kind.pce_name)
-        if m is None or job.partitions < 2 or m.num_constraints < self._parallel_from:
+        cid = job.kind.circuit_id
+        m = self._resident_pce(cid, job.kind.pce_name)
+        resident = self._keys.get(cid)
+        size = m.num_constraints if m is not None else resident.pk.meta["num_constraints"] if resident else 0
+        if job.partitions < 2 or size < self._parallel_from:
             return
-        for k in range(job.partitions):
+        work: Callable[[str, Preset, Any], object] = partition_constraints
+        if m is not None:
+            work = partition_witness
+        first = int(m is None and (self.reuse_pce or cid not in self._extracted))
+        for k in range(first, job.partitions):
             try:
                 witness = job.inputs.witness(k)
             except JobInputError:
                 return
-            job.witnesses[k] = self.witness_pool.submit(job.kind.circuit_id, self._preset, witness)
+            job.witnesses[k] = self.witness_pool.submit(work, cid, self._preset, witness)
 
     def synthesize(self, job: ParsedJob, partition: int) -> Synthesized:
         """All of one partition's CPU work, so that the prove stage is left with MSMs only.
@@ -299,7 +312,8 @@ class RefProver:
         z, src = self._assign(job, partition)
         assign_s = time.perf_counter() - t0
         cs = src if isinstance(src, ConstraintSystem) else None
-        self.timer.add("synthesis: constraint system" if cs else "synthesis: witness (PCE path)", assign_s)
+        pce = isinstance(src, Matrices)
+        self.timer.add("synthesis: witness (PCE path)" if pce else "synthesis: constraint system", assign_s)
         if cs is not None and self.reuse_pce:
             self._extract_pce(job.kind.circuit_id, job.kind.pce_name, cs)
         elif cs is not None and job.kind.circuit_id not in self._extracted:
@@ -311,32 +325,35 @@ class RefProver:
         h_limbs = z_limbs = None
         if self._gpu is not None:
             with self.timer.phase("synthesis: A·z, B·z, C·z + witness map (GPU)"):
-                if isinstance(src, ConstraintSystem):
-                    h_limbs, z_limbs = self._gpu.witness_map(src.a, src.b, src.c, z, domain)
-                else:
+                if isinstance(src, Matrices):
                     h_limbs, z_limbs = self._gpu.witness_map_pce(src, z, domain)
+                else:
+                    h_limbs, z_limbs = self._gpu.witness_map(src.a, src.b, src.c, z, domain)
             zs, hs = [], []  # the MSMs read z and h on the device
         else:
-            if isinstance(src, ConstraintSystem):
-                abc = (src.a, src.b, src.c)
-            else:
+            if isinstance(src, Matrices):
                 with self.timer.phase("synthesis: A·z, B·z, C·z (PCE)"):
                     abc = (src.a.matvec(z), src.b.matvec(z), src.c.matvec(z))
+            else:
+                abc = (src.a, src.b, src.c)
             with self.timer.phase("synthesis: witness map (FFT)"):
                 h = h_coefficients(*abc, domain)
             with self.timer.phase("synthesis: scalar conversion"):
                 zs, hs = to_scalars(z), to_scalars(h)
         synth_s = assign_s + time.perf_counter() - t1
-        return Synthesized(job, partition, synth_s, cs is None, src.num_constraints, zs, hs, h_limbs, z_limbs)
+        return Synthesized(job, partition, synth_s, pce, src.num_constraints, zs, hs, h_limbs, z_limbs)
 
-    def _assign(self, job: ParsedJob, partition: int) -> tuple[list[int], Matrices | ConstraintSystem]:
-        """(z, the PCE's matrices when its path ran, else the constraint system that made z)."""
+    def _assign(self, job: ParsedJob, partition: int) -> tuple[list[int], Source]:
+        """(z, the PCE's matrices when its path ran, else the constraint system or its evaluations)."""
         cid = job.kind.circuit_id
-        m = self._resident_pce(cid, job.kind.pce_name)
         pending = job.witnesses.pop(partition, None)
+        done = pending.result() if pending is not None else None  # a worker process made it (``prefetch``)
+        if isinstance(done, Evaluations):
+            return done.z, done
+        m = self._resident_pce(cid, job.kind.pce_name)
         if m is not None:
-            if pending is not None:  # a worker process made it (``prefetch``)
-                num_inputs, z = pending.result()
+            if isinstance(done, tuple):
+                num_inputs, z = done
             else:
                 num_inputs, z = partition_witness(cid, self._preset, job.inputs.witness(partition))
             if (num_inputs, len(z) - num_inputs) == (m.num_inputs, m.num_aux):

@@ -23,6 +23,7 @@ from .field import R
 __all__ = [
     "CSR",
     "ConstraintSystem",
+    "Evaluations",
     "Matrices",
     "Num",
     "WitnessCS",
@@ -141,6 +142,10 @@ class ConstraintSystem(WitnessCS):
         """Constraints so far (``Matrices.num_constraints`` once finished)."""
         return len(self.a)
 
+    def evaluations(self) -> Evaluations:
+        """What proving needs of this system, without the rows: small enough to leave a worker process."""
+        return Evaluations(len(self.inputs), self.assignment(), self.a, self.b, self.c)
+
     def first_unsatisfied(self) -> int | None:
         """Index of the first constraint with a*b != c, or None when the witness satisfies them all."""
         for i, (x, y, z) in enumerate(zip(self.a, self.b, self.c, strict=True)):
@@ -162,6 +167,22 @@ class ConstraintSystem(WitnessCS):
                 row_ptr.append(len(cols))
             parts.append(CSR(row_ptr, cols, vals))
         return Matrices(ni, len(self.aux), parts[0], parts[1], parts[2])
+
+
+@dataclass(frozen=True)
+class Evaluations:
+    """A synthesized partition on the constraint-system path: z and its A·z, B·z, C·z per constraint."""
+
+    num_inputs: int
+    z: list[int]
+    a: list[int]
+    b: list[int]
+    c: list[int]
+
+    @property
+    def num_constraints(self) -> int:
+        """Constraints, input constraints included."""
+        return len(self.a)
 
 
 @dataclass(frozen=True)

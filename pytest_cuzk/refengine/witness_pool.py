@@ -1,12 +1,14 @@
-"""Partition witnesses in worker processes, because Python's GIL keeps threads from sharing the work.
+"""Partition synthesis in worker processes, because Python's GIL keeps threads from sharing the work.
 
 cuzk synthesises a job's partitions side by side on its rayon pool (``synthesis.threads``, 0 =
-all CPUs). The reference engine's witness generation is Python, so the same parallelism takes
-processes: a spawn-started pool, made at the first job that uses it, whose workers get the
-partition's witness (a frozen dataclass) and send back the assignment z. Only circuits of at
-least ``MIN_CONSTRAINTS`` go there: a partition of the ``xlarge`` preset takes over a second
-in Python, while one of ``default`` takes milliseconds, less than the hand-off costs. Workers
-end with the engine: on ``close``, and by themselves when their parent is gone (SIGKILL).
+all CPUs). The reference engine's synthesis is Python, so the same parallelism takes processes:
+a spawn-started pool, made at the first job that uses it, whose workers get the partition's
+witness (a frozen dataclass) and send back the assignment z (the PCE path,
+``partition_witness``) or z with A·z, B·z, C·z (the constraint-system path,
+``partition_constraints``, which cuzk takes for every proof). Only circuits of at least
+``MIN_CONSTRAINTS`` go there: a partition of the ``xlarge`` preset takes seconds in Python,
+while one of ``default`` takes milliseconds, less than the hand-off costs. Workers end with the
+engine: on ``close``, and by themselves when their parent is gone (SIGKILL).
 """
 
 from __future__ import annotations
@@ -15,15 +17,18 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, TypeVar
 
 from .circuits import Preset
 from .circuits.registry import circuit_for
-from .r1cs import WitnessCS
+from .r1cs import ConstraintSystem, Evaluations, WitnessCS
 
-__all__ = ["MIN_CONSTRAINTS", "WitnessPool", "partition_witness", "usable_cpus"]
+__all__ = ["MIN_CONSTRAINTS", "WitnessPool", "partition_constraints", "partition_witness", "usable_cpus"]
+
+T = TypeVar("T")
 
 MIN_CONSTRAINTS = 50_000
 """The smallest circuit whose partition witnesses go to the worker processes (``large`` is 63k)."""
@@ -48,6 +53,13 @@ def partition_witness(circuit_id: str, preset: Preset, witness: Any) -> tuple[in
     return len(w.inputs), w.assignment()
 
 
+def partition_constraints(circuit_id: str, preset: Preset, witness: Any) -> Evaluations:
+    """One partition through the constraint system, as cuzk synthesises: what a worker sends back."""
+    cs = ConstraintSystem()
+    circuit_for(circuit_id).synthesize(cs, preset, witness)
+    return cs.evaluations()
+
+
 class WitnessPool:
     """A lazily started pool of ``workers`` processes computing partition witnesses; thread-safe."""
 
@@ -57,8 +69,12 @@ class WitnessPool:
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
 
-    def submit(self, circuit_id: str, preset: Preset, witness: Any) -> Future[tuple[int, list[int]]]:
-        """Start one partition's witness; the future gives (number of inputs, z) or the circuit's error.
+    def submit(
+        self, work: Callable[[str, Preset, Any], T], circuit_id: str, preset: Preset, witness: Any
+    ) -> Future[T]:
+        """Start ``work`` on one partition's witness; the future gives its result or the circuit's error.
+
+        ``work`` is ``partition_witness`` (the PCE path) or ``partition_constraints``.
 
         A pool that lost a worker (the OOM killer, a signal) fails the witnesses it had, and is
         replaced here, so that the jobs after them are served.
@@ -68,7 +84,7 @@ class WitnessPool:
                 raise RuntimeError("the witness pool is closed")
             if self._pool is not None:
                 try:
-                    return self._pool.submit(partition_witness, circuit_id, preset, witness)
+                    return self._pool.submit(work, circuit_id, preset, witness)
                 except BrokenProcessPool:
                     self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = ProcessPoolExecutor(
@@ -77,7 +93,7 @@ class WitnessPool:
                 initializer=_start_worker,
                 initargs=(os.getpid(),),
             )
-            return self._pool.submit(partition_witness, circuit_id, preset, witness)
+            return self._pool.submit(work, circuit_id, preset, witness)
 
     def close(self) -> None:
         """Stop the workers; pending witnesses are cancelled."""

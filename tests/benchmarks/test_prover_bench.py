@@ -151,12 +151,13 @@ def test_witness_workers_figures(name, data):
     want = [partition_witness(cid, preset, w) for w in witnesses]
     alone = _best(lambda: [partition_witness(cid, preset, w) for w in witnesses], 3)
     pool = WitnessPool(usable_cpus())
+
+    def in_workers() -> list[tuple[int, list[int]]]:
+        return [f.result() for f in [pool.submit(partition_witness, cid, preset, w) for w in witnesses]]
+
     try:
-        got = [f.result() for f in [pool.submit(cid, preset, w) for w in witnesses]]  # starts the workers
-        assert got == want
-        side_by_side = _best(
-            lambda: [f.result() for f in [pool.submit(cid, preset, w) for w in witnesses]], 3
-        )
+        assert in_workers() == want  # starts the workers
+        side_by_side = _best(in_workers, 3)
     finally:
         pool.close()
     print(

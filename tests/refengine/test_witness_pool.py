@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from concurrent.futures.process import BrokenProcessPool
 
 import psutil
@@ -50,6 +51,51 @@ def test_workers_give_the_witness_the_engine_process_gives(ref_data, ref_params,
     assert not (_children() - before), "close() leaves no worker behind"
 
 
+@pytest.mark.parametrize("name", ["porep", "snap"])
+def test_cuzks_constraint_system_path_runs_in_the_workers_too(ref_data, ref_params, name):
+    """Behaving as cuzk (no PCE read back), partitions go through the constraint system in the workers.
+
+    Until this process has extracted the PCE, the first partition stays here to feed that extraction.
+    """
+    prover = RefProver(ref_params, threads=2, reuse_pce=False, parallel_from=0)
+    try:
+        prover.ensure_loaded(KINDS[name].circuit_id)
+        job = prover.parse(KINDS[name], ref_data.request(name))
+        here = [prover.synthesize(job, k) for k in range(job.partitions)]
+        assert not any(p.used_pce for p in here)
+        _wait_for(lambda: prover.timings().get("pce: extract + write"), "the background PCE extraction")
+        job = prover.parse(KINDS[name], ref_data.request(name))
+        prover.prefetch(job)
+        assert sorted(job.witnesses) == list(range(job.partitions)), "every partition went to the workers"
+        there = [prover.synthesize(job, k) for k in range(job.partitions)]
+        assert not any(p.used_pce for p in there)
+        assert [p.z for p in there] == [p.z for p in here]
+        assert [p.h for p in there] == [p.h for p in here]
+        assert prover.first_bad_partition(job, b"".join(prover.prove(there))) is None
+    finally:
+        prover.close()
+
+
+def test_the_partition_feeding_the_pce_extraction_stays_in_the_engine_process(ref_data, ref_params):
+    prover = RefProver(ref_params, threads=2, reuse_pce=False, parallel_from=0)
+    try:
+        prover.ensure_loaded(KINDS["porep"].circuit_id)
+        job = prover.parse(KINDS["porep"], ref_data.request("porep"))
+        prover.prefetch(job)
+        assert sorted(job.witnesses) == list(range(1, job.partitions))
+        parts = [prover.synthesize(job, k) for k in range(job.partitions)]
+        assert prover.first_bad_partition(job, b"".join(prover.prove(parts))) is None
+    finally:
+        prover.close()
+
+
+def _wait_for(done, what: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"waited {timeout_s:.0f} s for {what}"
+        time.sleep(0.05)
+
+
 def test_a_small_circuit_stays_in_the_engine_process(ref_data, ref_params):
     prover = RefProver(ref_params, threads=2)
     try:
@@ -65,7 +111,7 @@ def test_a_small_circuit_stays_in_the_engine_process(ref_data, ref_params):
 def test_a_circuit_error_in_a_worker_reaches_the_caller():
     pool = WitnessPool(1)
     try:
-        future = pool.submit("no-such-circuit", PRESETS["default"], None)
+        future = pool.submit(partition_witness, "no-such-circuit", PRESETS["default"], None)
         with pytest.raises(KeyError, match="no-such-circuit"):
             future.result(timeout=60)
         with pytest.raises(KeyError):
@@ -73,7 +119,7 @@ def test_a_circuit_error_in_a_worker_reaches_the_caller():
     finally:
         pool.close()
     with pytest.raises(RuntimeError, match="closed"):
-        pool.submit("porep", PRESETS["default"], None)
+        pool.submit(partition_witness, "porep", PRESETS["default"], None)
 
 
 def test_a_pool_that_lost_a_worker_is_replaced_for_the_next_witness():
@@ -82,15 +128,17 @@ def test_a_pool_that_lost_a_worker_is_replaced_for_the_next_witness():
     porep = KINDS["porep"].circuit_id
     try:
         with pytest.raises(KeyError):
-            pool.submit("no-such-circuit", PRESETS["default"], None).result(timeout=60)  # starts the worker
+            # starts the worker
+            pool.submit(partition_witness, "no-such-circuit", PRESETS["default"], None).result(timeout=60)
         (worker,) = [psutil.Process(pid) for pid in _children() - before]
         # a witness of about a second: the worker dies under it
-        lost = pool.submit(porep, PRESETS["xlarge"], circuit_for(porep).blank(PRESETS["xlarge"]))
+        xlarge = PRESETS["xlarge"]
+        lost = pool.submit(partition_witness, porep, xlarge, circuit_for(porep).blank(xlarge))
         worker.kill()
         with pytest.raises(BrokenProcessPool):
             lost.result(timeout=60)
         num_inputs, z = pool.submit(
-            porep, PRESETS["default"], circuit_for(porep).blank(PRESETS["default"])
+            partition_witness, porep, PRESETS["default"], circuit_for(porep).blank(PRESETS["default"])
         ).result(timeout=60)
         assert num_inputs > 1 and len(z) > num_inputs
     finally:
@@ -101,10 +149,10 @@ OWNER = textwrap.dedent(
     """
     import os, sys, psutil
     from pytest_cuzk.refengine.circuits import PRESETS
-    from pytest_cuzk.refengine.witness_pool import WitnessPool
+    from pytest_cuzk.refengine.witness_pool import WitnessPool, partition_witness
     pool = WitnessPool(2)
     try:
-        pool.submit("no-such-circuit", PRESETS["default"], None).result(timeout=60)
+        pool.submit(partition_witness, "no-such-circuit", PRESETS["default"], None).result(timeout=60)
     except KeyError:
         pass
     print(" ".join(str(p.pid) for p in psutil.Process().children()), flush=True)
