@@ -167,16 +167,39 @@ class Measurement:
 
     def _precise_enough(self) -> bool:
         """Each gated figure's 95% interval is within its half-limit (checked as each window closes)."""
-        if len(self._windows) < PRECISE_WINDOWS:
-            return False
+        return len(self._windows) >= PRECISE_WINDOWS and all(
+            half is not None and half <= want for _, half, want in self._intervals()
+        )
+
+    def _intervals(self) -> list[tuple[str, float | None, float]]:
+        """(gated figure, its 95% half-interval in percent so far, the half-interval the gate needs)."""
         samples = case_samples(self.result)
+        out = []
         for name, want in self.plan.precision:
             metric = METRICS[name]
             assert metric.sample is not None and metric.estimator is not None, "only sampled metrics"
-            half = stats.half_width_pct(samples.series(metric.sample), metric.estimator)
-            if half is None or half > want:
-                return False
-        return True
+            out.append((name, stats.half_width_pct(samples.series(metric.sample), metric.estimator), want))
+        return out
+
+    def _time_to_precision(self, elapsed: float) -> str:
+        """How long the widest gated interval would take to be narrow enough; it narrows as 1/sqrt(time).
+
+        On the GPU hosts each vCPU's speed swings about 25% within half a second, independently of
+        the others: noise that averages out over time, so the estimate holds there.
+        """
+        widest = max(
+            ((half / want, name, half, want) for name, half, want in self._intervals() if half is not None),
+            default=None,
+        )
+        if widest is None:
+            return ""
+        ratio, name, half, want = widest
+        needed = elapsed * ratio**2
+        budget = math.ceil(needed / PRECISION_BUDGETS / 5) * 5
+        return (
+            f" ({name} ±{half:.1f}%, the gate needs ±{want:g}%: about {needed:.0f} s of measuring on this "
+            f"host would reach it, as --cuzk-case-budget={budget} allows)"
+        )
 
     def _stop_reason(self) -> str:
         plan, done = self.plan, len(self.result.proofs)
@@ -195,7 +218,7 @@ class Measurement:
         if self._precise and next_end > plan.budget_s:
             return f"the {budget} would be overrun"
         if next_end > PRECISION_BUDGETS * plan.budget_s:
-            short = "short of the compare gate's precision"
+            short = f"short of the compare gate's precision{self._time_to_precision(elapsed)}"
             return f"{PRECISION_BUDGETS} times the {budget} would be overrun, {short}"
         return ""
 

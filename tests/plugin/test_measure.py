@@ -120,10 +120,20 @@ def test_a_compared_run_measures_until_its_interval_is_within_half_the_limit(dae
     if half is None or half > 0.01:  # on a loaded host the fake's windows can come out alike
         assert len(tight.proofs) > len(loose.proofs), "short of ±0.01% it measured on, past stability"
         # and past its budget, up to three of them: the gate's precision is worth the time
-        assert tight.stop_reason == (
+        assert tight.stop_reason.startswith(
             "3 times the 1 s time budget (--cuzk-case-budget) would be overrun, "
-            "short of the compare gate's precision"
+            "short of the compare gate's precision (throughput ±"
+        ), tight.stop_reason
+        tail = (
+            r"±([\d.]+)%, the gate needs ±0.01%: about (\d+) s of measuring on this host would "
+            r"reach it, as --cuzk-case-budget=(\d+) allows\)$"
         )
+        said = re.search(tail, tight.stop_reason)
+        assert said, tight.stop_reason
+        wide, needed, budget = float(said[1]), int(said[2]), int(said[3])
+        # it measured over 1.5 s at ±wide%; the interval narrows as 1/sqrt(time)
+        assert needed >= 1.5 * ((wide - 0.05) / 0.01) ** 2
+        assert 3 * budget >= needed > 3 * (budget - 5)
         assert 1.5 < tight_s < 4.5
 
 
