@@ -18,7 +18,7 @@ from typing import Any
 
 from ..proto import pb
 from ..wire.kinds import ProofKindInfo
-from .prover import ParsedJob, Synthesized
+from .stages import ParsedJob, Synthesized
 
 __all__ = ["DONE", "QUEUED", "RUNNING", "Job", "JobStore", "Work"]
 

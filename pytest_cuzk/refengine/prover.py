@@ -27,19 +27,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
-from py_arkworks_bls12381 import Scalar
 
 from ..proto import pb
 from ..wire.kinds import ProofKindInfo
 from . import keyfile
 from .circuits import PRESETS, JobInputError, Preset
-from .circuits.registry import Inputs, circuit_for
+from .circuits.registry import circuit_for
 from .field import get_domain
 from .gpu import CPU_LABEL
 from .groth16 import (
@@ -54,6 +53,7 @@ from .param_cache import check_param_cache
 from .pce import PceError, constraint_digest, load_pce, pce_path, write_pce
 from .qap import h_coefficients
 from .r1cs import ConstraintSystem, Evaluations, Matrices
+from .stages import ParsedJob, Source, Synthesized
 from .verify import first_bad_partition, key_stem
 from .witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_constraints, partition_witness, usable_cpus
 
@@ -61,47 +61,9 @@ if TYPE_CHECKING:
     from .gpu.keys import GpuKeys
     from .gpu.msm import GpuMsm
 
-__all__ = [
-    "PRESETS",
-    "JobInputError",
-    "ParsedJob",
-    "Preset",
-    "RefProver",
-    "Synthesized",
-]
+__all__ = ["PRESETS", "JobInputError", "Preset", "RefProver"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ParsedJob:
-    """A validated request: its kind, how many partition circuits it proves, and the circuit inputs."""
-
-    kind: ProofKindInfo
-    partitions: int
-    inputs: Inputs = field(repr=False)
-    witnesses: dict[int, Future[Any]] = field(default_factory=dict, repr=False, compare=False)
-    """Partitions under way in the worker processes (``RefProver.prefetch``), by partition: each
-    future gives (number of inputs, z) on the PCE path, ``Evaluations`` on the constraint system's."""
-
-
-Source = Matrices | ConstraintSystem | Evaluations
-"""Where a partition's A·z, B·z, C·z come from: the PCE's matrices, or the constraint system's rows."""
-
-
-@dataclass
-class Synthesized:
-    """One partition ready for the prove stage: z and h(x)'s coefficients as native scalars."""
-
-    job: ParsedJob
-    partition: int
-    synth_s: float
-    used_pce: bool
-    num_constraints: int = 0
-    z: list[Scalar] = field(repr=False, default_factory=list)
-    h: list[Scalar] = field(repr=False, default_factory=list)
-    h_limbs: Any = field(repr=False, default=None)  # h on the GPU (then ``h`` is empty)
-    z_limbs: Any = field(repr=False, default=None)  # z on the GPU, from its sparse products
 
 
 @dataclass
