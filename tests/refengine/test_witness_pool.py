@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 
 import psutil
@@ -89,7 +90,7 @@ def test_the_partition_feeding_the_pce_extraction_stays_in_the_engine_process(re
         prover.close()
 
 
-def _wait_for(done, what: str, timeout_s: float = 60.0) -> None:
+def _wait_for(done: Callable[[], object], what: str, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not done():
         assert time.monotonic() < deadline, f"waited {timeout_s:.0f} s for {what}"
