@@ -133,7 +133,7 @@ def test_a_compared_run_measures_until_its_interval_is_within_half_the_limit(dae
         wide, needed, budget = float(said[1]), int(said[2]), int(said[3])
         # it measured over 1.5 s at ±wide%; the interval narrows as 1/sqrt(time)
         assert needed >= 1.5 * ((wide - 0.05) / 0.01) ** 2
-        assert 3 * budget >= needed > 3 * (budget - 5)
+        assert 3 * (budget - 5) <= needed <= 3 * budget  # the printed seconds are rounded
         assert 1.5 < tight_s < 4.5
 
 
