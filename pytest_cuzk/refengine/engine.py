@@ -18,6 +18,7 @@ import logging
 import queue
 import threading
 import time
+from concurrent.futures import CancelledError
 from typing import Any
 
 from ..proto import pb
@@ -237,12 +238,16 @@ class Engine:
         assert job.parsed is not None, "parsed before synthesis"
         self.prover.prefetch(job.parsed)  # a large circuit's partitions side by side, as cuzk's rayon pool
         parts = []
-        for part in job.parts:
-            part["state"] = "synthesizing"
-            synthesized = self.prover.synthesize(job.parsed, part["index"])
-            part["state"], part["synth_ms"] = "synth_done", round(synthesized.synth_s * 1000)
-            job.synth_s += synthesized.synth_s
-            parts.append(synthesized)
+        try:
+            for part in job.parts:
+                part["state"] = "synthesizing"
+                synthesized = self.prover.synthesize(job.parsed, part["index"])
+                part["state"], part["synth_ms"] = "synth_done", round(synthesized.synth_s * 1000)
+                job.synth_s += synthesized.synth_s
+                parts.append(synthesized)
+        finally:  # a failed partition: the workers need not finish the job's others
+            for pending in job.parsed.witnesses.values():
+                pending.cancel()
         self.pce_resident.add(job.kind.name)  # used, or extracted by this synthesis: in memory either way
         used = (
             "yes" if all(p.used_pce for p in parts) else "partly" if any(p.used_pce for p in parts) else "no"
@@ -257,6 +262,8 @@ class Engine:
             step()
         except JobInputError as exc:
             self._fail(work, job, str(exc))
+        except CancelledError:  # the engine closed the worker pool under it
+            self._fail(work, job, SHUTDOWN_MESSAGE)
         except OSError as exc:  # the param cache: a full disk, a vanished directory
             log.exception("job %s: synthesis could not write or read a file", job.job_id)
             self._fail(work, job, f"synthesis failed: {exc.strerror or exc}")

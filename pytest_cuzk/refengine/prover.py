@@ -238,22 +238,23 @@ class RefProver:
     def prefetch(self, job: ParsedJob) -> None:
         """Start a large circuit's partitions in the worker processes, side by side.
 
-        On the PCE path the workers make each partition's witness; on the constraint-system path
-        (cuzk's, every proof) they synthesise it whole, but for the partition whose constraint
-        system this process needs for a PCE extraction, which stays here. A partition the request
-        cannot give a witness for, and those after it, are left to ``synthesize``, which raises
-        its ``JobInputError`` with the partition's number.
+        On the PCE path the workers make each partition's witness. Behaving as cuzk (no PCE read
+        back) they synthesise each partition whole, but for the first while this process has not
+        extracted the PCE yet: that extraction needs its constraint system here. Reusing the PCE,
+        a job that finds none resident leaves its partitions here: the first writes the PCE and
+        the rest take it. A partition the request cannot give a witness for, and those after it,
+        are left to ``synthesize``, which raises its ``JobInputError`` with the partition's number.
         """
         cid = job.kind.circuit_id
         m = self._resident_pce(cid, job.kind.pce_name)
         resident = self._keys.get(cid)
         size = m.num_constraints if m is not None else resident.pk.meta["num_constraints"] if resident else 0
-        if job.partitions < 2 or size < self._parallel_from:
+        if job.partitions < 2 or size < self._parallel_from or (m is None and self.reuse_pce):
             return
         work: Callable[[str, Preset, Any], object] = partition_constraints
         if m is not None:
             work = partition_witness
-        first = int(m is None and (self.reuse_pce or cid not in self._extracted))
+        first = int(m is None and cid not in self._extracted)
         for k in range(first, job.partitions):
             try:
                 witness = job.inputs.witness(k)
@@ -264,18 +265,21 @@ class RefProver:
     def synthesize(self, job: ParsedJob, partition: int) -> Synthesized:
         """All of one partition's CPU work, so that the prove stage is left with MSMs only.
 
-        The assignment comes from the PCE when one exists, else from the constraint system (which
-        also extracts the PCE; that one-off is not counted in ``synth_s``). Then A·z, B·z, C·z
+        The assignment comes from a worker process when ``prefetch`` sent the partition there,
+        else from the PCE when one exists, else from the constraint system (which also extracts
+        the PCE; that one-off is not counted in ``synth_s``; a worker's counts its own time, not
+        the wait for it, as cuzk sums its partitions' synthesis times). Then A·z, B·z, C·z
         (the PCE's sparse products; the constraint system has them already), the witness map
         and the conversion of z and h to native scalars; the GPU prover runs the products and
         the witness map on the device and keeps z and h there.
         """
         t0 = time.perf_counter()
         z, src = self._assign(job, partition)
-        assign_s = time.perf_counter() - t0
+        waited_s = time.perf_counter() - t0
+        assign_s = src.seconds if isinstance(src, Evaluations) else waited_s
         cs = src if isinstance(src, ConstraintSystem) else None
         pce = isinstance(src, Matrices)
-        self.timer.add("synthesis: witness (PCE path)" if pce else "synthesis: constraint system", assign_s)
+        self.timer.add("synthesis: witness (PCE path)" if pce else "synthesis: constraint system", waited_s)
         if cs is not None and self.reuse_pce:
             self._extract_pce(job.kind.circuit_id, job.kind.pce_name, cs)
         elif cs is not None and job.kind.circuit_id not in self._extracted:

@@ -142,9 +142,9 @@ class ConstraintSystem(WitnessCS):
         """Constraints so far (``Matrices.num_constraints`` once finished)."""
         return len(self.a)
 
-    def evaluations(self) -> Evaluations:
+    def evaluations(self, seconds: float = 0.0) -> Evaluations:
         """What proving needs of this system, without the rows: small enough to leave a worker process."""
-        return Evaluations(len(self.inputs), self.assignment(), self.a, self.b, self.c)
+        return Evaluations(len(self.inputs), self.assignment(), self.a, self.b, self.c, seconds)
 
     def first_unsatisfied(self) -> int | None:
         """Index of the first constraint with a*b != c, or None when the witness satisfies them all."""
@@ -178,6 +178,8 @@ class Evaluations:
     a: list[int]
     b: list[int]
     c: list[int]
+    seconds: float = 0.0
+    """How long the synthesis took where it ran (a worker): its own time, not the wait for it."""
 
     @property
     def num_constraints(self) -> int:

@@ -31,7 +31,7 @@ __all__ = ["MIN_CONSTRAINTS", "WitnessPool", "partition_constraints", "partition
 T = TypeVar("T")
 
 MIN_CONSTRAINTS = 50_000
-"""The smallest circuit whose partition witnesses go to the worker processes (``large`` is 63k)."""
+"""The smallest circuit whose partitions go to the worker processes (``large`` is 63k)."""
 _PARENT_POLL_S = 0.5
 
 
@@ -55,13 +55,14 @@ def partition_witness(circuit_id: str, preset: Preset, witness: Any) -> tuple[in
 
 def partition_constraints(circuit_id: str, preset: Preset, witness: Any) -> Evaluations:
     """One partition through the constraint system, as cuzk synthesises: what a worker sends back."""
+    t0 = time.perf_counter()
     cs = ConstraintSystem()
     circuit_for(circuit_id).synthesize(cs, preset, witness)
-    return cs.evaluations()
+    return cs.evaluations(time.perf_counter() - t0)
 
 
 class WitnessPool:
-    """A lazily started pool of ``workers`` processes computing partition witnesses; thread-safe."""
+    """A lazily started pool of ``workers`` processes synthesising partitions; thread-safe."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -76,7 +77,7 @@ class WitnessPool:
 
         ``work`` is ``partition_witness`` (the PCE path) or ``partition_constraints``.
 
-        A pool that lost a worker (the OOM killer, a signal) fails the witnesses it had, and is
+        A pool that lost a worker (the OOM killer, a signal) fails the partitions it had, and is
         replaced here, so that the jobs after them are served.
         """
         with self._lock:
@@ -96,7 +97,7 @@ class WitnessPool:
             return self._pool.submit(work, circuit_id, preset, witness)
 
     def close(self) -> None:
-        """Stop the workers; pending witnesses are cancelled."""
+        """Stop the workers; pending partitions are cancelled."""
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None

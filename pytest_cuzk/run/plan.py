@@ -182,22 +182,27 @@ class Measurement:
         return out
 
     def _time_to_precision(self, elapsed: float) -> str:
-        """How long the widest gated interval would take to be narrow enough; it narrows as 1/sqrt(time).
+        """Why the run is short of its gate's precision, and how long this host would take to reach it.
 
-        On the GPU hosts each vCPU's speed swings about 25% within half a second, independently of
-        the others: noise that averages out over time, so the estimate holds there.
+        An interval narrows as 1/sqrt(time): on the GPU hosts each vCPU's speed swings about 25%
+        within half a second, independently of the others, noise that averages out over time.
         """
-        widest = max(
-            ((half / want, name, half, want) for name, half, want in self._intervals() if half is not None),
-            default=None,
-        )
-        if widest is None:
+        if len(self._windows) < PRECISE_WINDOWS:
+            closed = plural(len(self._windows), "window")
+            return f" (it closed {closed} of the {PRECISE_WINDOWS} a gated run needs)"
+        unknown = [name for name, half, _ in self._intervals() if half is None]
+        if unknown:
+            return f" ({', '.join(unknown)}: no interval yet)"
+        wide = [(n, half, want) for n, half, want in self._intervals() if half is not None and half > want]
+        if not wide:
             return ""
-        ratio, name, half, want = widest
-        needed = elapsed * ratio**2
-        budget = math.ceil(needed / PRECISION_BUDGETS / 5) * 5
+        name, half, want = max(wide, key=lambda w: w[1] / w[2] if w[2] > 0 else math.inf)
+        if want <= 0:
+            return f" ({name} ±{half:.2g}%: a 0% limit is never precise enough)"
+        needed = elapsed * (half / want) ** 2
+        budget = max(5, math.ceil(needed / PRECISION_BUDGETS / 5) * 5)
         return (
-            f" ({name} ±{half:.1f}%, the gate needs ±{want:g}%: about {needed:.0f} s of measuring on this "
+            f" ({name} ±{half:.2g}%, the gate needs ±{want:g}%: about {needed:.0f} s of measuring on this "
             f"host would reach it, as --cuzk-case-budget={budget} allows)"
         )
 

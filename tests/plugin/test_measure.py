@@ -125,16 +125,27 @@ def test_a_compared_run_measures_until_its_interval_is_within_half_the_limit(dae
             "short of the compare gate's precision (throughput ±"
         ), tight.stop_reason
         tail = (
-            r"±([\d.]+)%, the gate needs ±0.01%: about (\d+) s of measuring on this host would "
-            r"reach it, as --cuzk-case-budget=(\d+) allows\)$"
+            r"±([\d.]+(?:e-?\d+)?)%, the gate needs ±0.01%: about (\d+) s of measuring on this host "
+            r"would reach it, as --cuzk-case-budget=(\d+) allows\)$"
         )
         said = re.search(tail, tight.stop_reason)
         assert said, tight.stop_reason
         wide, needed, budget = float(said[1]), int(said[2]), int(said[3])
-        # it measured over 1.5 s at ±wide%; the interval narrows as 1/sqrt(time)
-        assert needed >= 1.5 * ((wide - 0.05) / 0.01) ** 2
+        # it measured over 1.5 s at ±wide% (two digits printed); the interval narrows as 1/sqrt(time)
+        assert needed >= 1.5 * (wide * 0.95 / 0.01) ** 2
         assert 3 * (budget - 5) <= needed <= 3 * budget  # the printed seconds are rounded
         assert 1.5 < tight_s < 4.5
+
+
+def test_a_run_short_of_precision_for_want_of_windows_or_with_a_zero_limit_says_so(daemon, pytester):
+    few = measure(daemon, pytester, plan(precision=(("throughput", 50.0),), budget_s=1.0, window_s=0.7))
+    assert re.fullmatch(
+        r"3 times the 1 s time budget \(--cuzk-case-budget\) would be overrun, short of the compare "
+        r"gate's precision \(it closed [1-5] windows? of the 6 a gated run needs\)",
+        few.stop_reason,
+    ), few.stop_reason
+    zero = measure(daemon, pytester, plan(precision=(("throughput", 0.0),), budget_s=1.0))
+    assert zero.stop_reason.endswith("%: a 0% limit is never precise enough)"), zero.stop_reason
 
 
 def test_a_gated_run_once_precise_keeps_its_budget_though_not_stable(daemon, pytester):

@@ -20,6 +20,7 @@ import pytest
 
 from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for
+from pytest_cuzk.refengine.pce import pce_path
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_witness
 from pytest_cuzk.wire.kinds import KINDS
@@ -69,6 +70,7 @@ def test_cuzks_constraint_system_path_runs_in_the_workers_too(ref_data, ref_para
         prover.prefetch(job)
         assert sorted(job.witnesses) == list(range(job.partitions)), "every partition went to the workers"
         there = [prover.synthesize(job, k) for k in range(job.partitions)]
+        assert job.witnesses == {}, "synthesis took the workers' partitions"
         assert not any(p.used_pce for p in there)
         assert [p.z for p in there] == [p.z for p in here]
         assert [p.h for p in there] == [p.h for p in here]
@@ -85,7 +87,10 @@ def test_the_partition_feeding_the_pce_extraction_stays_in_the_engine_process(re
         prover.prefetch(job)
         assert sorted(job.witnesses) == list(range(1, job.partitions))
         parts = [prover.synthesize(job, k) for k in range(job.partitions)]
+        assert job.witnesses == {}
         assert prover.first_bad_partition(job, b"".join(prover.prove(parts))) is None
+        _wait_for(lambda: prover.timings().get("pce: extract + write"), "the extraction partition 0 feeds")
+        assert pce_path(ref_params, KINDS["porep"].pce_name).exists()
     finally:
         prover.close()
 
