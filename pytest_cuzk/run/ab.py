@@ -38,7 +38,7 @@ from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, worse_interval
 from pytest_cuzk.measure.paired import BASELINE, CANDIDATE, PairedAB
 from pytest_cuzk.run.casefigures import case_figures, case_samples
-from pytest_cuzk.run.plan import PRECISE_WINDOWS, SAVED_PRECISION, Measurement, Plan, PlanDone, drive
+from pytest_cuzk.run.plan import PRECISE_WINDOWS, Measurement, Plan, PlanDone, drive
 from pytest_cuzk.run.waves import CaseResult, Wave
 from pytest_cuzk.wire.units import plural
 
@@ -52,6 +52,7 @@ __all__ = ["BLOCK_WINDOWS", "MEMORY_HEADROOM", "choose_layout", "measure_pair", 
 
 BLOCK_WINDOWS = 3
 MEMORY_HEADROOM = 1.5
+UNGATED_PRECISION = 2.5  # percent: pairs measured with no throughput limit stop at this half-width
 BUDGETS = 8  # an undecided pair may measure this many case budgets: each build 4 single runs'
 SIDE_BY_SIDE, IN_TURN = "side-by-side", "in-turn"
 
@@ -134,7 +135,7 @@ class Interleaving:
         self.sides = {side.letter: side for side in sides}
         self.block = BLOCK_WINDOWS if layout == IN_TURN else 1
         self.limit = limit
-        self.precision = stats.PRECISE_SHARE * limit if limit else dict(SAVED_PRECISION)["throughput"]
+        self.precision = stats.PRECISE_SHARE * limit if limit else UNGATED_PRECISION
         self.orders: list[str] = []
         self.stop_reason = ""
         self.current: _Side | None = None  # the build proving now: a death or a hang is its daemon's

@@ -11,12 +11,13 @@ the case: the test fails anyway, and more proofs would only spend time.
 
 A run compared with ``--cuzk-compare-fail`` is sized by the confidence the gate needs (as MLPerf
 sizes a run by its percentile's): stable is not enough until each gated figure's 95% interval is
-within half its limit, over at least ``PRECISE_WINDOWS`` windows, so that two such runs can tell
-a change of about twice the limit apart. A run saved for later comparison (``--benchmark-save``,
-``--benchmark-autosave``) is sized the same way, for ``SAVED_PRECISION`` when it gates nothing itself.
-Short of that precision such a run may measure up to ``PRECISION_BUDGETS`` case budgets: on the
-GPU prover every gated run of the H100 host ended at one budget with an interval of ±4 to 6%,
-and a planted 10% slow-down measured inside it is "not significantly beyond" a 5% limit.
+within ``GATE_SHARE`` (a third) of its limit, over at least ``PRECISE_WINDOWS`` windows, so that
+two such runs catch a change of twice the limit nine times in ten. A run saved for later
+comparison (``--benchmark-save``, ``--benchmark-autosave``) is sized the same way, for
+``SAVED_PRECISION`` when it gates nothing itself. Short of that precision such a run may measure
+up to ``PRECISION_BUDGETS`` case budgets, and then says how long this host would need: on the GPU
+prover every gated run of the H100 host ended at one budget with an interval of ±4 to 6%, and a
+planted 10% slow-down measured inside it is "not significantly beyond" a 5% limit.
 
 Each wave is one pytest-benchmark round through ``benchmark.pedantic``: a round's setup checks
 the previous wave and builds the next wave's requests, so neither is in the round's time.
@@ -42,6 +43,7 @@ from pytest_cuzk.run.waves import CaseResult, Runner, Wave, check_wave, run_wave
 from pytest_cuzk.wire.units import plural
 
 __all__ = [
+    "GATE_SHARE",
     "PRECISE_WINDOWS",
     "PRECISION_BUDGETS",
     "SAVED_PRECISION",
@@ -61,9 +63,16 @@ precision by luck of one host state, and on the H200 host such runs were the one
 figure stood furthest from the same build's other runs."""
 PRECISION_BUDGETS = 3
 """Case budgets a compared or saved run may measure while its interval is wider than the gate needs."""
-SAVED_PRECISION = (("throughput", 2.5),)
+GATE_SHARE = 1 / 3
+"""How close to its limit a gated figure's 95% half-interval must come in each of the two runs.
+
+The change between them then has an interval of about ±0.47 limits (the two in quadrature), and a
+change of twice the limit (a planted 10% slow-down at a 5% gate: 9.1% fewer proofs an hour, 1.82
+limits) lies wholly beyond the limit 93 times in 100; at half the limit it was 62 in 100. An
+unchanged build lands beyond it almost never (3 standard errors away)."""
+SAVED_PRECISION = (("throughput", 5.0 * GATE_SHARE),)
 """A run saved with no gate is a baseline to come: measured until its throughput's interval is
-within ±2.5%, what a 5% throughput gate asks of the run compared with it."""
+within what a 5% throughput gate asks of the run compared with it (±1.7%)."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,9 @@ class Plan:
     def of(cls, settings: Settings, saving: bool = False) -> Plan:
         """The settings' plan; a run saved as a baseline is measured as a gated run would be."""
         precision = tuple(
-            (name, limit / 2) for name, limit in settings.compare_fail.items() if METRICS[name].sample
+            (name, limit * GATE_SHARE)
+            for name, limit in settings.compare_fail.items()
+            if METRICS[name].sample
         )
         return cls(
             min_proofs=settings.proofs,
@@ -166,7 +177,7 @@ class Measurement:
         return len(self._windows)
 
     def _precise_enough(self) -> bool:
-        """Each gated figure's 95% interval is within its half-limit (checked as each window closes)."""
+        """Each gated figure's 95% interval is within its share of the limit (checked as windows close)."""
         return len(self._windows) >= PRECISE_WINDOWS and all(
             half is not None and half <= want for _, half, want in self._intervals()
         )

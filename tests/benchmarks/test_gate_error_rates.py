@@ -9,7 +9,7 @@ planted regressions), both through the README's gate
 9 of the 10 slow ones are caught. The case is ``test_prove[winning-batch1-j1]`` (the fastest
 kind: most proofs in the default 45 s budget; ``CUZK_GATE_BENCH_KIND=porep`` picks another,
 ``CUZK_GATE_BENCH_PAIRS`` the number of pairs) with the default measurement plan, which a
-compared or saved run extends until its interval is within half the 5% limit (up to three case
+compared or saved run extends until its interval is within a third of the 5% limit (up to three case
 budgets); 21 runs took about 19 minutes on 2 cores when a run stopped at one budget. Each line
 says how much of the host's CPU other processes kept busy: on a shared host that, not the build,
 is what moves a run, and the gate reports such a change instead of failing it. Run:

@@ -107,7 +107,7 @@ def test_the_minimum_proofs_win_over_the_budget_and_the_maximum_bounds_all(daemo
     assert (len(capped.proofs), capped.stop_reason) == (5, "--cuzk-max-proofs 5 reached")
 
 
-def test_a_compared_run_measures_until_its_interval_is_within_half_the_limit(daemon, pytester):
+def test_a_compared_run_measures_until_its_interval_is_within_a_third_of_the_limit(daemon, pytester):
     # A steady fake can reach ±0.5% within the three windows stability needs: ask for ±0.01%
     start = time.monotonic()
     tight = measure(daemon, pytester, plan(precision=(("throughput", 0.01),), budget_s=1.0))
@@ -248,6 +248,8 @@ def test_a_one_gpu_host_shows_its_gpus_utilisation_and_clock_and_no_idle_warning
 def test_a_saved_run_is_measured_as_precisely_as_a_gated_one(pytester):
     settings = resolve_settings(pytester.parseconfig())
     assert Plan.of(settings).precision == ()
-    assert Plan.of(settings, saving=True).precision == SAVED_PRECISION == (("throughput", 2.5),)
+    assert Plan.of(settings, saving=True).precision == SAVED_PRECISION
+    assert (("throughput", pytest.approx(5 / 3)),) == SAVED_PRECISION
     gated = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=p50:8%,rss_peak:10%"))
-    assert Plan.of(gated, saving=True).precision == (("p50", 4.0),)  # the gate's own, peaks unsampled
+    # the gate's own, peaks unsampled
+    assert Plan.of(gated, saving=True).precision == (("p50", pytest.approx(8 / 3)),)
