@@ -28,7 +28,8 @@ class ParsedJob:
 
 
 Source = Matrices | ConstraintSystem | Evaluations
-"""Where a partition's A·z, B·z, C·z come from: the PCE's matrices, or the constraint system's rows."""
+"""Where a partition's A·z, B·z, C·z come from: the PCE's matrices, or a constraint system's own
+evaluations (this process's system, or what a worker sent back of one)."""
 
 
 @dataclass

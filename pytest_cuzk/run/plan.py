@@ -201,10 +201,11 @@ class Measurement:
         if len(self._windows) < PRECISE_WINDOWS:
             closed = plural(len(self._windows), "window")
             return f" (it closed {closed} of the {PRECISE_WINDOWS} a gated run needs)"
-        unknown = [name for name, half, _ in self._intervals() if half is None]
+        intervals = self._intervals()
+        unknown = [name for name, half, _ in intervals if half is None]
         if unknown:
             return f" ({', '.join(unknown)}: no interval yet)"
-        wide = [(n, half, want) for n, half, want in self._intervals() if half is not None and half > want]
+        wide = [(n, half, want) for n, half, want in intervals if half is not None and half > want]
         if not wide:
             return ""
         name, half, want = max(wide, key=lambda w: w[1] / w[2] if w[2] > 0 else math.inf)
