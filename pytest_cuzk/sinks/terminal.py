@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_cuzk.core import compat
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.run.plan import PRECISION_BUDGETS
 from pytest_cuzk.sinks.tables import table
@@ -53,12 +54,15 @@ def header_lines(session: RunView) -> list[str]:
         lines.append(
             "cuzk: running the packaged suite (no test paths given: pass paths to run your own tests)"
         )
-    gated = f" ({PRECISION_BUDGETS * s.case_budget:g} s while short of the gate's precision)"
+    extended = s.compare_fail or compat.saving_as(session.config) is not None  # as ``Plan.of`` sizes it
+    gated = ""
+    if extended:
+        gated = f" ({PRECISION_BUDGETS * s.case_budget:g} s while short of the gate's precision)"
     lines.append(
         f"cuzk: batch sizes {','.join(map(str, s.batch_sizes))}, concurrency "
         f"{','.join(map(str, s.concurrency))}; per case at least {plural(s.proofs, 'proof')} and at most "
         f"{s.max_proofs}, until the last 3 windows of {s.window:g} s agree within {s.stability:g}% or "
-        f"{s.case_budget:g} s are spent{gated if s.compare_fail else ''}; sampling every {s.sample_interval}s"
+        f"{s.case_budget:g} s are spent{gated}; sampling every {s.sample_interval}s"
     )
     config = session.config
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):

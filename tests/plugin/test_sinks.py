@@ -106,6 +106,16 @@ def test_the_terminal_says_counts_and_seconds_as_people_write_them(fake_run):
     assert "{'" not in result.stdout.str(), "no Python dict shown"
 
 
+@pytest.mark.parametrize(
+    ("args", "extended"), [((), False), (("--benchmark-save=base",), True)], ids=["plain", "saved"]
+)
+def test_the_header_says_a_saved_case_may_measure_three_budgets_as_a_gated_one(fake_run, args, extended):
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, "--cuzk-case-budget=2", *args)
+    line = next(x for x in result.stdout.lines if x.startswith("cuzk: batch sizes"))
+    assert ("or 2 s are spent (6 s while short of the gate's precision);" in line) == extended, line
+    assert "or 2 s are spent" in line
+
+
 def test_a_fleet_of_one_build_names_it_once(fake_run, tmp_path):
     page = tmp_path / "run.html"
     args = (*WINNING, f"--cuzk-html={page}")
