@@ -113,6 +113,41 @@ def test_msm_batch_gives_each_row_its_own_sum(gpu: SimpleNamespace, group: Group
     assert got == [group.point.multiexp_unchecked(pts, [Scalar(k) for k in row]) for row in rows]
 
 
+FP = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
+"""The base field modulus of BLS12-381: the points' coordinates' field."""
+
+
+def _fp_mul(a: list[int], b: list[int]) -> list[int]:
+    """Product in Fp (one component) or Fp2 (two, u^2 = -1)."""
+    if len(a) == 1:
+        return [a[0] * b[0] % FP]
+    return [(a[0] * b[0] - a[1] * b[1]) % FP, (a[0] * b[1] + a[1] * b[0]) % FP]
+
+
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_window_sums_leave_the_device_as_affine_points(gpu: SimpleNamespace, group: Group[Any]) -> None:
+    """``window_affine``: Montgomery XYZZ sums (x z^2, y z^3, z^2, z^3), any z but 0, come back as (x, y)."""
+    rnd, width = random.Random(group.suffix), group.field_limbs // 12
+    gen = group.point()
+    points = [gen * Scalar(rnd.randrange(1, R)) for _ in range(5)] + [gen, -gen]
+    rows = []
+    for p in points:
+        raw = p.to_xy_bytes_le()
+        comps = [int.from_bytes(raw[k : k + 48], "little") for k in range(0, len(raw), 48)]
+        x, y = comps[:width], comps[width:]
+        z = [rnd.randrange(1, FP) for _ in range(width)]
+        zz = _fp_mul(z, z)
+        rows.append([_fp_mul(x, zz), _fp_mul(y, _fp_mul(zz, z)), zz, _fp_mul(zz, z)])
+    rows.insert(3, [[0] * width, [1] + [0] * (width - 1), [0] * width, [0] * width])  # the identity
+    mont = b"".join(((v << 384) % FP).to_bytes(48, "little") for row in rows for coord in row for v in coord)
+    sums = hostcuda.asarray(np.frombuffer(mont, dtype="<u4").reshape(len(rows), -1))
+    out = hostcuda.empty((len(rows), 2 * group.field_limbs), dtype=np.uint32)
+    gpu.device._launch(f"window_affine_{group.suffix}", len(rows), sums, np.int32(len(rows)), out)
+    want = [p.to_xy_bytes_le() for p in points]
+    want.insert(3, bytes(96 * width))
+    assert [r.tobytes() for r in hostcuda.asnumpy(out)] == want
+
+
 def test_the_opening_check_passes(gpu: SimpleNamespace) -> None:
     """What the engine runs before it trusts a device: ``selfcheck.disagreement`` in ``open_gpu``."""
     device, why = open_gpu((), off=False)

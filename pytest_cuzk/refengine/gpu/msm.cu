@@ -9,8 +9,10 @@
 // MSM: Pippenger with c-bit signed digits, for a batch of scalar vectors over the same bases at
 // once (plan.py holds the same recoding in Python): a counting sort of (window, |digit|) puts
 // each point's index in its bucket, buckets are summed in chunks, segments of buckets are
-// weighted by running sums, and each window's sum leaves Montgomery form. The windows are folded on the host (msm.py): Horner's rule over them is
-// some 250 dependent doublings, 5 ms for one GPU thread and well under 1 ms for the CPU.
+// weighted by running sums, and each window's sum leaves as an affine point (one Fermat inversion a
+// window, all windows at once: on the host these inversions and conversions were half a small
+// proof's CPU time). The windows are folded on the host (msm.py): Horner's rule over them is some
+// 250 dependent doublings, 5 ms for one GPU thread and well under 1 ms for the CPU.
 
 #define NL 12
 #define NEG_FLAG 0x80000000u
@@ -19,6 +21,8 @@ __constant__ u32 FP_P[NL] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu,
                              0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
 __constant__ u32 FP_R2[NL] = {0x1c341746u, 0xf4df1f34u, 0x09d104f1u, 0x0a76e6a6u, 0x4c95b6d5u, 0x8de5476cu,
                               0x939d83c0u, 0x67eb88a9u, 0xb519952du, 0x9a793e85u, 0x92cae3aau, 0x11988fe5u};
+__constant__ u32 FP_P_MINUS_2[NL] = {0xffffaaa9u, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,
+                                     0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
 __constant__ u32 FP_ONE[NL] = {0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu, 0x53c758bau, 0x5f489857u,
                                0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
 
@@ -71,6 +75,33 @@ __device__ __noinline__ void sqr(fp2& r, const fp2& a) {
     mul(m, a.c0, a.c1);
     mul(r.c0, s, d);
     add(r.c1, m, m);
+}
+
+// 1 / a in Fp for non-zero a: a^(p - 2), square-and-multiply from the top bit (Fermat)
+__device__ __noinline__ void inv(fp& r, const fp& a) {
+    fp acc;
+    set_one(acc);
+    for (int i = NL - 1; i >= 0; i--) {
+        u32 e = FP_P_MINUS_2[i];
+        for (int bit = 31; bit >= 0; bit--) {
+            sqr(acc, acc);
+            if ((e >> bit) & 1u) mul(acc, acc, a);
+        }
+    }
+    r = acc;
+}
+
+// 1 / a in Fp2 for non-zero a: conj(a) / (a0^2 + a1^2), the norm being in Fp (u^2 = -1)
+__device__ __noinline__ void inv(fp2& r, const fp2& a) {
+    fp n, t;
+    sqr(n, a.c0);
+    sqr(t, a.c1);
+    add(n, n, t);
+    inv(t, n);
+    fp c1;
+    mul(c1, a.c1, t);
+    mul(r.c0, a.c0, t);
+    neg(r.c1, c1);
 }
 
 __device__ __forceinline__ void load(fp2& a, const u32* src) { load(a.c0, src); load(a.c1, src + NL); }
@@ -365,18 +396,31 @@ template <class F> __device__ void sum_groups(const u32* in, int group, int grou
     store_xyzz(out + 4 * W * (u64)g, acc);
 }
 
-// One thread per window: its sum S_w out of Montgomery form (X, Y, ZZ, ZZZ canonical).
-template <class F> __device__ void window_sums_out(const u32* sums, int windows, u32* out) {
+// One thread per window: its sum S_w as the affine point (x, y) = (X / ZZ, Y / ZZZ), canonical, and
+// the identity as (0, 0). One inversion: with ZZ = Z^2 and ZZZ = Z^3 for some Z (every formula here
+// keeps that), 1 / Z = ZZ / ZZZ and 1 / ZZ = (1 / Z)^2.
+template <class F> __device__ void window_affine(const u32* sums, int windows, u32* out) {
     const int W = limbs_of<F>::n;
     int w = blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= windows) return;
     xyzz<F> s;
     load_xyzz(s, sums + 4 * W * (u64)w);
-    mont_out(s.x);
-    mont_out(s.y);
-    mont_out(s.zz);
-    mont_out(s.zzz);
-    store_xyzz(out + 4 * W * (u64)w, s);
+    F x, y;
+    if (xyzz_is_inf(s)) {
+        set_zero(x);
+        set_zero(y);
+    } else {
+        F izzz, iz;
+        inv(izzz, s.zzz);
+        mul(iz, s.zz, izzz);
+        sqr(iz, iz);
+        mul(x, s.x, iz);
+        mul(y, s.y, izzz);
+        mont_out(x);
+        mont_out(y);
+    }
+    store(out + 2 * W * (u64)w, x);
+    store(out + 2 * W * (u64)w + W, y);
 }
 
 // The entry points NVRTC exports: each point kernel for G1 (over Fp) and G2 (over Fp2).
@@ -402,8 +446,8 @@ template <class F> __device__ void window_sums_out(const u32* sums, int windows,
     extern "C" __global__ void sum_groups_##G(const u32* in, int group, int groups, u32* out) {              \
         sum_groups<F>(in, group, groups, out);                                                              \
     }                                                                                                       \
-    extern "C" __global__ void window_sums_out_##G(const u32* sums, int windows, u32* out) {                 \
-        window_sums_out<F>(sums, windows, out);                                                             \
+    extern "C" __global__ void window_affine_##G(const u32* sums, int windows, u32* out) {                   \
+        window_affine<F>(sums, windows, out);                                                               \
     }
 
 FOR_GROUP(g1, fp)

@@ -2,10 +2,10 @@
 
 Bases are uploaded once (``upload``: affine, converted to Montgomery form on the device) and
 stay resident; every MSM then moves only its scalars (8 32-bit limbs each) to the device and
-one sum per window (XYZZ: 192 bytes in G1, 384 in G2) back. Those are made affine here (one
-inversion for all) and folded, sum_w 2^(c w) S_w, by Horner's rule on py-arkworks points: a
-serial chain of about 250 doublings, which one GPU thread took 5 ms for and the CPU does in a
-fraction of one. The point equals py-arkworks' result exactly.
+one affine sum per window (96 bytes in G1, 192 in G2) back, made affine there, where all the
+windows' inversions run at once. They are folded here, sum_w 2^(c w) S_w, by Horner's rule on
+py-arkworks points: a serial chain of about 250 doublings, which one GPU thread took 5 ms for
+and the CPU does in a fraction of one. The point equals py-arkworks' result exactly.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from py_arkworks_bls12381 import Scalar
 from ...host.nvml import nvml_query, nvml_session
 from .kernels import Kernels
 from .plan import MsmPlan
-from .points import G1, G2, Group, Pt, affine_all, fold
+from .points import G1, G2, Group, Pt, fold, from_rows
 
 __all__ = ["DeviceBases", "GpuMsm", "device_used", "scalars_to_limbs"]
 
@@ -61,7 +61,7 @@ def scalars_to_limbs(scalars: list[Scalar]) -> np.ndarray:
 
 
 _POINT_KERNELS = (
-    "accumulate_chunks", "sum_chunks", "gather_buckets", "weigh_segments", "sum_groups", "window_sums_out",
+    "accumulate_chunks", "sum_chunks", "gather_buckets", "weigh_segments", "sum_groups", "window_affine",
 )  # fmt: skip
 
 
@@ -118,7 +118,7 @@ class GpuMsm:
         plan = MsmPlan(n)
         with self._lock, cupy.cuda.Device(self.ordinal):
             limbs = cupy.ascontiguousarray(cupy.asarray(scalars, dtype=cupy.uint32))
-            sums = affine_all(self._window_sums(bases, limbs, plan, batch), group)
+            sums = from_rows(self._window_sums(bases, limbs, plan, batch), group)
         w = plan.windows
         return [fold(sums[k * w : (k + 1) * w], plan.c, group) for k in range(batch)]
 
@@ -142,7 +142,7 @@ class GpuMsm:
         return buckets
 
     def _window_sums(self, bases: DeviceBases[Pt], scalars: Any, plan: MsmPlan, batch: int) -> np.ndarray:
-        """Each MSM's window sums S_w, a (batch x windows, XYZZ limbs) array, canonical, MSM by MSM."""
+        """The MSMs' window sums S_w as affine points, MSM by MSM: (batch x windows, 2 x field limbs)."""
         g, width = bases.group.suffix, bases.group.xyzz_limbs
         n, windows = plan.n, batch * plan.windows  # MSM k's window w is window k * plan.windows + w
         c, per_window = np.int32(plan.c), plan.buckets_per_window
@@ -177,8 +177,8 @@ class GpuMsm:
             summed = cupy.empty((groups, width), dtype=cupy.uint32)
             self._launch(f"sum_groups_{g}", groups, partial, np.int32(group), np.int32(groups), summed)
             partial, per = summed, per // group
-        out = cupy.empty((windows, width), dtype=cupy.uint32)
-        self._launch(f"window_sums_out_{g}", windows, partial, np.int32(windows), out)
+        out = cupy.empty((windows, 2 * bases.group.field_limbs), dtype=cupy.uint32)
+        self._launch(f"window_affine_{g}", windows, partial, np.int32(windows), out)
         return cupy.asnumpy(out)
 
 
