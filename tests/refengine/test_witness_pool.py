@@ -14,12 +14,16 @@ import textwrap
 import time
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 
 import psutil
 import pytest
 
+from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for
+from pytest_cuzk.refengine.config import RefConfig
+from pytest_cuzk.refengine.engine import SHUTDOWN_MESSAGE, Engine
 from pytest_cuzk.refengine.pce import pce_path
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_witness
@@ -92,6 +96,30 @@ def test_the_partition_feeding_the_pce_extraction_stays_in_the_engine_process(re
         _wait_for(lambda: prover.timings().get("pce: extract + write"), "the extraction partition 0 feeds")
         assert pce_path(ref_params, KINDS["porep"].pce_name).exists()
     finally:
+        prover.close()
+
+
+def test_a_job_whose_workers_stop_at_shutdown_fails_as_the_daemon_shutting_down(ref_data, ref_params):
+    """SIGTERM while a job's partitions wait for the workers: the job ends with cuzk's shutdown message.
+
+    The pool's one worker is still starting (a spawn start takes a second) when the engine shuts
+    down, so its queued partitions are cancelled under the job, which must not read as a panic.
+    """
+    prover = RefProver(ref_params, threads=1, reuse_pce=False, parallel_from=0)
+    engine = Engine(replace(RefConfig(), param_cache=ref_params, behave="cuzk"), prover)
+    engine.start()
+    try:
+        job, _ = engine.submit(ref_data.request("porep"))
+        _wait_for(lambda: job.parsed is not None and job.parsed.witnesses, "the partitions to reach the pool")
+        assert job.parsed is not None
+        pending = list(job.parsed.witnesses.values())
+        assert not all(f.done() for f in pending)
+        engine.shutdown()
+        result = engine.wait(job, 60)
+        assert (result.status, result.error_message) == (pb.AwaitProofResponse.FAILED, SHUTDOWN_MESSAGE)
+        assert any(f.cancelled() for f in pending), "the queued partitions were cancelled, not computed"
+    finally:
+        engine.shutdown()
         prover.close()
 
 
