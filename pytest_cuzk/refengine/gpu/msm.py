@@ -2,8 +2,9 @@
 
 Bases are uploaded once (``upload``: affine, converted to Montgomery form on the device) and
 stay resident; every MSM then moves only its scalars (8 32-bit limbs each) to the device and
-one affine sum per window (96 bytes in G1, 192 in G2) back, made affine there, where all the
-windows' inversions run at once. They are folded here, sum_w 2^(c w) S_w, by Horner's rule on
+one sum per window back, made affine there (96 bytes in G1, 192 in G2; all the windows'
+inversions run at once, which in Python took the engine's thread longer than the rest of the
+MSM). The sums are folded here, sum_w 2^(c w) S_w, by Horner's rule on
 py-arkworks points: a serial chain of about 250 doublings, which one GPU thread took 5 ms for
 and the CPU does in a fraction of one. The point equals py-arkworks' result exactly.
 """
