@@ -29,6 +29,8 @@ from pytest_cuzk.refengine.server import MAX_MESSAGE_BYTES
 from pytest_cuzk.wire.kinds import KINDS
 
 READY = "cuzk-ref ready, serving on "
+FP = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
+"""The base field modulus of BLS12-381: the points' coordinates' field."""
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

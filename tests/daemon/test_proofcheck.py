@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from engine_support import FP
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from pytest_cuzk.core.errors import ProofStructureError
 from pytest_cuzk.daemon.proofcheck import G1_LEN, G2_LEN, check_proof
 from pytest_cuzk.wire.kinds import KINDS
 
-# BLS12-381 base field modulus.
-P = int(
-    "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab", 16
-)
 OFFSETS = {"A": 0, "B": G1_LEN, "C": G1_LEN + G2_LEN}
 
 
@@ -162,4 +159,4 @@ def test_non_canonical_x_is_rejected() -> None:
     """Adding p to x names the same point on paper; a canonical decoder must refuse it."""
     x = int.from_bytes(first_x(G1Point, 48, on_curve=True), "big") & ((1 << 381) - 1)
     with pytest.raises(ProofStructureError, match="point A: not a point on the G1 curve"):
-        check_proof(replace(groth16_proof(7), 0, "A", compressed_x(x + P, 48)))
+        check_proof(replace(groth16_proof(7), 0, "A", compressed_x(x + FP, 48)))

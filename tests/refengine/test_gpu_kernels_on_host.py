@@ -20,7 +20,7 @@ from typing import Any
 import hostcuda
 import numpy as np
 import pytest
-from engine_support import distinct_points
+from engine_support import FP, distinct_points
 from py_arkworks_bls12381 import Scalar
 from test_groth16 import TOXIC, preimage_circuit, proof_input
 
@@ -111,10 +111,6 @@ def test_msm_batch_gives_each_row_its_own_sum(gpu: SimpleNamespace, group: Group
     limbs = np.stack([gpu.msm.scalars_to_limbs([Scalar(k) for k in row]) for row in rows])
     got = gpu.device.msm_batch(gpu.device.upload(pts, group), limbs)
     assert got == [group.point.multiexp_unchecked(pts, [Scalar(k) for k in row]) for row in rows]
-
-
-FP = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
-"""The base field modulus of BLS12-381: the points' coordinates' field."""
 
 
 def _fp_mul(a: list[int], b: list[int]) -> list[int]:
