@@ -10,8 +10,8 @@
 // once (plan.py holds the same recoding in Python): a counting sort of (window, |digit|) puts
 // each point's index in its bucket, buckets are summed in chunks, segments of buckets are
 // weighted by running sums, and each window's sum leaves as an affine point (one Fermat inversion a
-// window, all windows at once: on the host these inversions and conversions were half a small
-// proof's CPU time). The windows are folded on the host (msm.py): Horner's rule over them is some
+// window, all windows at once: on the host these inversions and conversions took a third of a
+// small proof's profiled time). The windows are folded on the host (msm.py): Horner's rule over them is some
 // 250 dependent doublings, 5 ms for one GPU thread and well under 1 ms for the CPU.
 
 #define NL 12
