@@ -16,6 +16,7 @@ kind; ``CUZK_AB_BENCH_PROVER=cpu`` keeps both daemons on the CPU prover where a 
 (``[gpus] devices = []``); ``CUZK_AB_BENCH_SLOTS=N`` splits a large host's CPUs into N equal slots
 and runs N comparisons at once, each pinned to its slot with one of the slot's cores kept busy, so
 that 8 slots of a 16-core host are 8 busy 2-core runners sharing one memory system;
+``CUZK_AB_BENCH_FACTORS=1.10`` the planted factors (comma-separated);
 ``CUZK_AB_BENCH_THREADS=N`` gives both daemons ``[synthesis] threads = N``: the CPU prover's MSM
 threads are what makes its proofs vary (on a quiet 2-core slot of the H200 host, per-proof CV 1-3%
 with one thread, 10-28% with two), so one thread trades speed for a steadier comparison.
@@ -42,7 +43,7 @@ SLOTS = int(os.environ.get("CUZK_AB_BENCH_SLOTS", "1"))
 THREADS = int(os.environ.get("CUZK_AB_BENCH_THREADS", "0"))  # 0: the engine's default
 CASE = ("-k", f"test_prove and {KIND}-batch1-j1")
 GATE = "--cuzk-compare-fail=throughput:5%"
-FACTORS = (1.15, 1.10)
+FACTORS = tuple(float(f) for f in os.environ.get("CUZK_AB_BENCH_FACTORS", "1.15,1.10").split(","))
 RUN_TIMEOUT_S = 600  # an undecided A/B case measures up to 8 case budgets (360 s) after its warm-up
 
 
@@ -113,12 +114,18 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
     jobs = [(name, config, i) for i in range(1, RUNS + 1) for name, config in conditions]
     failed = {name: 0 for name, _ in conditions}
     if SLOTS > 1:
-        slots.get()  # the first slot times the separate runs while the others compare
+        slots.get()  # the first slot times the separate runs while the others compare, then joins them
+
+    def separate_then_ab() -> list[tuple[int, str, float]]:
+        done = [timed("--benchmark-save=separate"), timed("--benchmark-compare=0001", GATE), timed(*ab)]
+        if SLOTS > 1:
+            slots.put(one)
+        return done
+
     try:
         # One worker per slot: the first times the separate runs (before the rest when it is the only one).
         with ThreadPoolExecutor(SLOTS) as pool:
-            timing = pool.submit(lambda: [timed("--benchmark-save=separate"),
-                                          timed("--benchmark-compare=0001", GATE), timed(*ab)])  # fmt: skip
+            timing = pool.submit(separate_then_ab)
             if SLOTS <= 1:
                 timing.result()
             compared = {pool.submit(run, f"--cuzk-config={job[1]}", *ab): job for job in jobs}
