@@ -48,8 +48,8 @@ class RunSpread:
         return (
             f"{metric.name}: {self.runs} saved runs of this build ({self.build}) on this host spread "
             f"CV {self.cv:.1%}, so two runs of it differ by up to {self.apart_pct:.0f}% (95%): a "
-            f"{limit:g}% limit can fail an identical build; compare on a quieter host or gate at "
-            f"{math.ceil(self.apart_pct)}% or more"
+            f"{limit:g}% limit can fail an identical build; compare on a quieter host, gate at "
+            f"{math.ceil(self.apart_pct)}% or more, or measure both builds in one run with --cuzk-ab"
         )
 
 

@@ -241,7 +241,8 @@ def test_a_limit_tighter_than_the_builds_saved_runs_spread_warns(fake_run, tmp_p
         [
             "*throughput: 3 saved runs of this build (fake daemon) on this host spread CV *%, so two "
             "runs of it differ by up to *% (95%): a 5% limit can fail an identical build; compare on "
-            "a quieter host or gate at *% or more (--cuzk-compare-fail throughput:5%)*"
+            "a quieter host, gate at *% or more, or measure both builds in one run with --cuzk-ab "
+            "(--cuzk-compare-fail throughput:5%)*"
         ]
     )
     loose = ("--benchmark-compare=0003", "--cuzk-compare-fail=throughput:90%")
