@@ -258,9 +258,10 @@ def test_preset(cuzk_daemon, cuzk_client):
 
 def test_the_configs_preset_is_used_when_no_preset_option_is_given(inner, tmp_path, monkeypatch):
     config = tmp_path / "base.toml"
-    config.write_text('[ref]\npreset = "medium"\n')
+    config.write_text('[ref]\npreset = "medium"\n\n[gpus]\ndevices = []\n')  # the CPU prover on any host
     monkeypatch.setenv("PRESET_FILE", str(tmp_path / "preset"))
     result = inner({"test_preset": REPORTS_PRESET}, f"--cuzk-config={config}")
     result.assert_outcomes(passed=1)
     assert 'preset="medium"' in (tmp_path / "preset").read_text(), "the daemon runs the config's preset"
-    result.stdout.fnmatch_lines(["*cuzk-ref * preset=medium*"])
+    # the spawned engine's identity names the prover it chose, asked once it answered
+    result.stdout.fnmatch_lines(["*cuzk-ref * preset=medium * prover=cpu*"])
