@@ -9,9 +9,10 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,34 @@ def run_ref_case(
         preexec_fn=preexec_fn,
     )
     return done.returncode, done.stdout + done.stderr, time.monotonic() - t0
+
+
+# A neighbour whose load wanders: each quarter second it spins or sleeps, spinning with a
+# probability that walks between 0.1 and 0.9 by up to 0.05 a second, so the host is faster in
+# some minutes than in others, as a shared GPU host's vCPUs were measured to be.
+DRIFTING = """
+import random, sys, time
+rng, p = random.Random(int(sys.argv[1])), 0.5
+while True:
+    for _ in range(4):
+        end = time.monotonic() + 0.25
+        if rng.random() < p:
+            while time.monotonic() < end:
+                pass
+        else:
+            time.sleep(0.25)
+    p = min(0.9, max(0.1, p + rng.uniform(-0.05, 0.05)))
+"""
+
+
+def drifting_neighbours(cpus: Iterable[int]) -> list[subprocess.Popen[bytes]]:
+    """The benchmarks' noisy host: a drifting neighbour pinned to each of ``cpus`` (the caller kills them)."""
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", DRIFTING, str(cpu)], preexec_fn=partial(os.sched_setaffinity, 0, {cpu})
+        )
+        for cpu in sorted(cpus)
+    ]
 
 
 def gate_verdict(code: int, out: str) -> str:

@@ -17,6 +17,9 @@ kind; ``CUZK_AB_BENCH_PROVER=cpu`` keeps both daemons on the CPU prover where a 
 and runs N comparisons at once, each pinned to its slot with one of the slot's cores kept busy, so
 that 8 slots of a 16-core host are 8 busy 2-core runners sharing one memory system;
 ``CUZK_AB_BENCH_FACTORS=1.10`` the planted factors (comma-separated);
+``CUZK_AB_BENCH_NEIGHBOUR=drifting`` replaces the one busy core with a neighbour on every core of
+the slot whose load wanders over minutes (the drift that two separate runs cannot tell from a
+change);
 ``CUZK_AB_BENCH_THREADS=N`` gives both daemons ``[synthesis] threads = N``: the CPU prover's MSM
 threads are what makes its proofs vary (on a quiet 2-core slot of the H200 host, per-proof CV 1-3%
 with one thread, 10-28% with two), so one thread trades speed for a steadier comparison.
@@ -34,13 +37,14 @@ from pathlib import Path
 from queue import Queue
 
 import pytest
-from support import gate_verdict, run_ref_case
+from support import drifting_neighbours, gate_verdict, run_ref_case
 
 RUNS = int(os.environ.get("CUZK_AB_BENCH_RUNS", "10"))
 KIND = os.environ.get("CUZK_AB_BENCH_KIND", "porep")
 CPU_PROVER = os.environ.get("CUZK_AB_BENCH_PROVER", "") == "cpu"
 SLOTS = int(os.environ.get("CUZK_AB_BENCH_SLOTS", "1"))
 THREADS = int(os.environ.get("CUZK_AB_BENCH_THREADS", "0"))  # 0: the engine's default
+NEIGHBOUR = os.environ.get("CUZK_AB_BENCH_NEIGHBOUR", "busy")
 CASE = ("-k", f"test_prove and {KIND}-batch1-j1")
 GATE = "--cuzk-compare-fail=throughput:5%"
 FACTORS = tuple(float(f) for f in os.environ.get("CUZK_AB_BENCH_FACTORS", "1.15,1.10").split(","))
@@ -61,10 +65,12 @@ def _pinned(cpus: set[int]) -> Callable[[], None]:
     return lambda: os.sched_setaffinity(0, cpus)
 
 
-def _busy(cpus: set[int]) -> subprocess.Popen[bytes]:
-    """A neighbour spinning on one core of the slot (any core when the slot is the whole host)."""
+def _busy(cpus: set[int]) -> list[subprocess.Popen[bytes]]:
+    """The slot's neighbours: one spinning on one of its cores, or one drifting on each."""
+    if NEIGHBOUR == "drifting":
+        return drifting_neighbours(cpus)
     pin = {min(cpus)} if SLOTS > 1 else cpus
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_pinned(pin))
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_pinned(pin))]
 
 
 def _config(tmp: Path, name: str, factor: float | None = None) -> Path:
@@ -90,7 +96,7 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
     for i, cpus in enumerate(_slots()):
         (tmp_path / f"slot{i}").mkdir()
         slots.put((cpus, tmp_path / f"slot{i}"))
-    busy = [_busy(cpus) for cpus, _ in list(slots.queue)]
+    busy = [proc for cpus, _ in list(slots.queue) for proc in _busy(cpus)]
     one = slots.queue[0]
     base = _config(tmp_path, "baseline")
     ab = ("--cuzk-ab=ref", f"--cuzk-ab-config={base}", GATE)
@@ -146,7 +152,8 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
     assert code3 in (0, 1), out3[-3000:]
     where = f"{SLOTS} slots of {len(one[0])} CPUs at once" if SLOTS > 1 else "the whole host"
     prover = "CPU prover forced" if CPU_PROVER else "the engine's own prover choice"
-    print(f"\n[A/B error rates] {CASE[1]}, gate {GATE}, default plan, {where}, one core busy, {prover}")
+    neighbour = "a drifting neighbour on each core" if NEIGHBOUR == "drifting" else "one core busy"
+    print(f"\n[A/B error rates] {CASE[1]}, gate {GATE}, default plan, {where}, {neighbour}, {prover}")
     print(
         f"  wall time: two separate runs {first:.0f} s + {second:.0f} s = {first + second:.0f} s; "
         f"one A/B run {paired:.0f} s ({_pair(out3)})"
