@@ -9,7 +9,9 @@ two estimators, each with its own interval and its own test of a change between 
   interval, and Welch's t-test on the logarithms gives the ratio between runs and its p-value
   (a bootstrap of 3 to 10 values is too narrow, and a rank test of so few cannot reach p < 0.05).
 - ``paired_rate``: two builds' throughput from windows measured in pairs through the same
-  minutes (``--cuzk-ab``), one log-ratio per pair, Student's t over them.
+  minutes (``--cuzk-ab``), one log-ratio per pair, Stein's two-stage t interval over them (the
+  first ``FIRST_PAIRS`` pairs' spread, not re-estimated as pairs come: an A/B case stops once
+  precise, and stopping when the latest spread happens to look small makes intervals too narrow).
 - ``Quantile`` (a latency percentile) from the proofs' latencies: skewed (a slow proof is far
   slower than a fast one is fast) and tens to thousands of them, so BCa bootstrap intervals
   (bias-corrected and accelerated, no normality assumed) and the Mann–Whitney U rank test.
@@ -33,6 +35,7 @@ from scipy import stats as sps
 __all__ = [
     "ALPHA",
     "CONFIDENCE",
+    "FIRST_PAIRS",
     "MIN_INTERVAL_SAMPLES",
     "PRECISE_SHARE",
     "Estimator",
@@ -49,11 +52,12 @@ __all__ = [
 CONFIDENCE = 0.95
 ALPHA = 1 - CONFIDENCE
 MIN_INTERVAL_SAMPLES = 3  # fewer and an interval only restates the two values
+FIRST_PAIRS = 6  # Stein's first stage: the pairs whose spread sets every later paired interval
 # A paired change whose 95% half-interval is within this share of its limit is precise enough
-# for its point estimate to decide: an unchanged build then lands beyond the limit less than
-# once in 200 runs (the limit is 2.6 standard errors away), a build slower by twice the limit
-# nearly never short of it.
-PRECISE_SHARE = 0.8
+# for its point estimate to decide: an unchanged build then lands beyond the limit once in 200
+# runs (the limit is the 99.5th percentile of t over the first stage's 5 degrees of freedom
+# away: 4.0 standard errors), a build slower by twice the limit nearly never short of it.
+PRECISE_SHARE = float(sps.t.ppf(1 - ALPHA / 2, FIRST_PAIRS - 1) / sps.t.ppf(0.995, FIRST_PAIRS - 1))
 RESAMPLES = 4999
 SEED = 14
 
@@ -214,19 +218,28 @@ class PairedRatio:
 def paired_rate(candidate: Sequence[float], baseline: Sequence[float]) -> PairedRatio | None:
     """The throughput ratio of two builds from pairs of seconds per proof measured side by side.
 
-    Each pair gives a log-ratio; their mean, with Student's t interval and test of zero, is the
-    change: drift that moves both halves of a pair cancels in it, which no test of two runs made
-    at different times can do. Pairs are ``zip``'s: the longer series' unpaired tail is left out.
+    Each pair gives a log-ratio; their mean is the change: drift that moves both halves of a pair
+    cancels in it, which no test of two runs made at different times can do. Its interval and
+    test are Student's t, with the spread of the first ``FIRST_PAIRS`` pairs once there are that
+    many (Stein's two-stage procedure): the mean over n pairs is then t-distributed with that
+    stage's degrees of freedom, whenever the run stops, as long as it stops on the interval's
+    width (which that spread alone sets), and not on the spread of all pairs so far (with which
+    identical builds on a drifting host failed 1 run in 5). Pairs are ``zip``'s: the longer
+    series' unpaired tail is left out.
     """
     n = min(len(candidate), len(baseline))
     if n == 0:
         return None
     slower = np.log(np.asarray(candidate[:n], dtype=float) / np.asarray(baseline[:n], dtype=float))
-    ratio = math.exp(-float(slower.mean()))
+    mean = float(slower.mean())
+    ratio = math.exp(-mean)
     if n < MIN_INTERVAL_SAMPLES:
         return PairedRatio(n, ratio, None, None)
-    if np.ptp(slower) == 0:
+    first = slower[: min(n, FIRST_PAIRS)]
+    if np.ptp(first) == 0:
         return PairedRatio(n, ratio, (ratio, ratio), 1.0 if ratio == 1.0 else 0.0)
-    test = sps.ttest_1samp(slower, 0.0)
-    ci = test.confidence_interval(CONFIDENCE)
-    return PairedRatio(n, ratio, (math.exp(-float(ci.high)), math.exp(-float(ci.low))), float(test.pvalue))
+    df = len(first) - 1
+    se = float(first.std(ddof=1)) / math.sqrt(n)
+    half = float(sps.t.ppf(1 - ALPHA / 2, df)) * se
+    p_value = float(2 * sps.t.sf(abs(mean) / se, df))
+    return PairedRatio(n, ratio, (math.exp(-mean - half), math.exp(-mean + half)), p_value)

@@ -12,13 +12,16 @@ host's memory cannot hold both (the baseline would need about the candidate's wa
 each block, and a pair is two adjacent blocks of ``BLOCK_WINDOWS`` windows: coarser, so a
 restart's cost is spread over more proving.
 
-After at least ``PRECISE_WINDOWS`` pairs the pair stops once the gate is decided: the paired
+After at least ``stats.FIRST_PAIRS`` pairs the pair stops once the gate is decided: the paired
 change's 95% interval wholly beyond or wholly within the throughput limit of
 ``--cuzk-compare-fail``, or its half-width within ``stats.PRECISE_SHARE`` of it (±2.5% without a
-limit), where the point estimate decides. Undecided, it measures up to ``BUDGETS`` times
-``--cuzk-case-budget``: on a busy 2-core runner pairs' ratios vary by about 6%, so a change near
-the limit needs some 12 pairs (150 s) to become that precise, and a cap of three budgets stopped
-most of them first, neither caught nor cleared. Decided cases stop as soon as they are.
+limit), where the point estimate decides. The first pairs' spread sets that width at every
+later count (``stats.paired_rate``), so the count that makes a case precise is known once they
+ran, and a stretch of pairs that happen to agree does not end it early. Undecided, it measures
+up to ``BUDGETS`` times ``--cuzk-case-budget``: on a busy 2-core runner pairs' ratios vary by
+about 6%, so a change near the limit needs some 12 pairs (150 s) to become that precise, and a
+cap of three budgets stopped most of them first, neither caught nor cleared. Decided cases stop
+as soon as they are.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, worse_interval
 from pytest_cuzk.measure.paired import BASELINE, CANDIDATE, PairedAB
 from pytest_cuzk.run.casefigures import case_figures, case_samples
-from pytest_cuzk.run.plan import PRECISE_WINDOWS, Measurement, Plan, PlanDone, drive
+from pytest_cuzk.run.plan import Measurement, Plan, PlanDone, drive
 from pytest_cuzk.run.waves import CaseResult, Wave
 from pytest_cuzk.wire.units import plural
 
@@ -48,7 +51,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.run.cases import Case
     from pytest_cuzk.run.execution import CaseHost
 
-__all__ = ["BLOCK_WINDOWS", "MEMORY_HEADROOM", "choose_layout", "measure_pair", "pair_orders"]
+__all__ = ["BLOCK_WINDOWS", "MEMORY_HEADROOM", "choose_layout", "gate_decided", "measure_pair", "pair_orders"]
 
 BLOCK_WINDOWS = 3
 MEMORY_HEADROOM = 1.5
@@ -64,6 +67,24 @@ def pair_orders(seed: int) -> Iterator[str]:
         first = rng.choice((BASELINE + CANDIDATE, CANDIDATE + BASELINE))
         yield first
         yield first[::-1]
+
+
+def gate_decided(change: stats.PairedRatio | None, limit: float | None, precision: float) -> str:
+    """Why the pairs so far decide the throughput gate, or "" while they do not.
+
+    Decided: the first stage of pairs is in, and the change's interval lies wholly beyond or
+    within ``limit``, or its half-width is within ``precision`` (where the point estimate decides).
+    """
+    if change is None or change.interval is None or change.pairs < stats.FIRST_PAIRS:
+        return ""
+    lo, hi = worse_interval(METRICS["throughput"], change.interval)
+    pairs = plural(change.pairs, "pair")
+    if limit is not None and (lo > limit or hi < limit):
+        side = "beyond" if lo > limit else "within"
+        return f"the paired change wholly {side} the {limit:g}% limit after {pairs}"
+    if (hi - lo) / 2 <= precision:
+        return f"the paired change within ±{(hi - lo) / 2:.1f}% after {pairs}"
+    return ""
 
 
 def choose_layout(asked: str, candidate: DaemonBackend, baseline: DaemonBackend, available: int) -> str:
@@ -190,16 +211,8 @@ class Interleaving:
         results = [side.result() for side in self.sides.values()]
         if min(len(r.proofs) if r is not None else 0 for r in results) < self.plan.min_proofs:
             return ""
-        change = self.change()
-        if change is not None and change.interval is not None and pairs >= PRECISE_WINDOWS:
-            lo, hi = worse_interval(METRICS["throughput"], change.interval)
-            half = (hi - lo) / 2
-            if self.limit is not None and (lo > self.limit or hi < self.limit):
-                side = "beyond" if lo > self.limit else "within"
-                limit = f"the {self.limit:g}% limit"
-                return f"the paired change wholly {side} {limit} after {plural(pairs, 'pair')}"
-            if half <= self.precision:
-                return f"the paired change within ±{half:.1f}% after {plural(pairs, 'pair')}"
+        if decided := gate_decided(self.change(), self.limit, self.precision):
+            return decided
         cap = BUDGETS * self.plan.budget_s
         if elapsed + elapsed / pairs > cap:
             budget = f"{self.plan.budget_s:g} s time budget (--cuzk-case-budget)"

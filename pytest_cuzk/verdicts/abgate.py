@@ -3,8 +3,9 @@
 As against a saved baseline, a change fails only when it is beyond its limit and significant:
 p < 0.05 and the 95% interval wholly beyond the limit, or, once the pairs put the interval's
 half-width within ``stats.PRECISE_SHARE`` of the limit, the point estimate beyond it (drift cancels in
-pairs, so sampling noise alone is left, and that precision bounds it). Throughput is judged on the pairs (the
-mean log-ratio of the windows measured through the same minutes, Student's t), so a drift of the
+pairs, so sampling noise alone is left, and that precision bounds it). Throughput is judged on the
+pairs (the mean log-ratio of the windows measured through the same minutes, Student's t with the
+first pairs' spread, ``stats.paired_rate``), so a drift of the
 host that moved both builds cancels; latency percentiles on both builds' proofs, and RSS and
 VRAM peaks as measured, each build's its own. A baseline whose own proofs failed gives no ground
 to judge on: a warning says so and nothing is failed by it.
