@@ -214,7 +214,7 @@ class Measurement:
         needed = elapsed * (half / want) ** 2
         budget = max(5, math.ceil(needed / PRECISION_BUDGETS / 5) * 5)
         return (
-            f" ({name} ±{half:.2g}%, the gate needs ±{want:g}%: about {needed:.0f} s of measuring on this "
+            f" ({name} ±{half:.2g}%, the gate needs ±{want:.2g}%: about {needed:.0f} s of measuring on this "
             f"host would reach it, as --cuzk-case-budget={budget} allows)"
         )
 
