@@ -19,9 +19,9 @@ limit), where the point estimate decides. The first pairs' spread sets that widt
 later count (``stats.paired_rate``), so the count that makes a case precise is known once they
 ran, and a stretch of pairs that happen to agree does not end it early. Undecided, it measures
 up to ``BUDGETS`` times ``--cuzk-case-budget``: on a busy 2-core runner pairs' ratios vary by
-about 6%, so a change near the limit needs some 12 pairs (150 s) to become that precise, and a
-cap of three budgets stopped most of them first, neither caught nor cleared. Decided cases stop
-as soon as they are.
+about 6%, so a change near the limit needs some 23 pairs (about 4 minutes) to become that
+precise, and a cap of three budgets stopped most of them first, neither caught nor cleared.
+Decided cases stop as soon as they are.
 """
 
 from __future__ import annotations
