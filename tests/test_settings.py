@@ -86,11 +86,31 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         (["--cuzk-daemon=h:1,h:2", "--cuzk-ab=ref"], "A/B pairs one candidate daemon with one baseline"),
         (["--cuzk-ab=ref", "--cuzk-ab-layout=sideways"], "use one of auto, side-by-side, in-turn"),
         (["--cuzk-ab=ref", "--cuzk-ab-seed=1.5"], "Invalid number 1.5 from option --cuzk-ab-seed"),
+        (
+            ["--cuzk-compare-unresolved=fail"],
+            "option --cuzk-compare-unresolved needs --cuzk-compare-fail: name the gate it applies to",
+        ),
+        (
+            ["--cuzk-compare-fail=throughput:5%", "--cuzk-compare-unresolved=error"],
+            "Invalid value 'error' from option --cuzk-compare-unresolved: use one of warn, fail",
+        ),
     ],
 )
 def test_bad_values_name_their_source(pytester, args, message):
     with pytest.raises(pytest.UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         resolve_settings(pytester.parseconfig(*args))
+
+
+def test_an_unresolved_policy_from_the_environment_waits_for_a_run_that_gates(pytester, monkeypatch):
+    monkeypatch.setenv("PYTEST_CUZK_COMPARE_UNRESOLVED", "fail")
+    assert resolve_settings(pytester.parseconfig()).compare_unresolved == "fail"  # a first run: no gate
+    gated = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=throughput:5%"))
+    assert gated.compare_unresolved == "fail"
+    monkeypatch.setenv("PYTEST_CUZK_COMPARE_UNRESOLVED", "always")
+    with pytest.raises(
+        pytest.UsageError, match="'always' from environment variable PYTEST_CUZK_COMPARE_UNRESOLVED"
+    ):
+        resolve_settings(pytester.parseconfig())
 
 
 @pytest.mark.parametrize("flag", ["--cuzk-daemon", "--cuzk-addr", "--cuzk-ab"])

@@ -161,6 +161,13 @@ OPTIONS: tuple[Option, ...] = (
         "and significant",
     ),
     Option(
+        "compare-unresolved",
+        "What --cuzk-compare-fail does with a change it cannot decide (beyond the limit but not "
+        "significant, within it but with an interval reaching beyond it, a run too noisy for the limit, "
+        "a figure missing): warn, or fail (a CI gate that lets nothing unmeasured pass)",
+        "warn",
+    ),
+    Option(
         "baseline", "Saved pytest-benchmark JSON to compare against (default: the --benchmark-compare run)"
     ),
     Option(

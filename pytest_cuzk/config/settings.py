@@ -69,6 +69,7 @@ class Settings:
     max_rss: dict[str, int] = field(default_factory=dict)
     max_vram: dict[str, int] = field(default_factory=dict)
     compare_fail: dict[str, float] = field(default_factory=dict)
+    compare_unresolved: str = "warn"  # or "fail": what --cuzk-compare-fail does with what it cannot decide
     baseline: Path | None = None
     plots: Path | None = None
     html: Path | None = None
@@ -211,6 +212,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         max_rss=values.kind_map(raw["max-rss"][0], raw["max-rss"][1], values.size),
         max_vram=values.kind_map(raw["max-vram"][0], raw["max-vram"][1], values.size),
         compare_fail=values.compare_fail(raw["compare-fail"][0], raw["compare-fail"][1]),
+        compare_unresolved=_unresolved(raw),
         baseline=path("baseline"),
         plots=path("plots"),
         html=path("html"),
@@ -223,6 +225,18 @@ def resolve_settings(config: pytest.Config) -> Settings:
         background_in_flight=values.whole(*raw["background-in-flight"]),
         **_ab(raw, attach, path),
     )
+
+
+def _unresolved(raw: dict[str, tuple[Any, str]]) -> str:
+    """``--cuzk-compare-unresolved``: the flag says what this run's compare gate does, so it needs one.
+
+    Set in the environment or an ini file it is a policy for the runs that gate, as in a CI job
+    whose first run, with no baseline yet, gates nothing.
+    """
+    value, where = raw["compare-unresolved"]
+    if where.startswith("option") and raw["compare-fail"][0] is None:
+        raise pytest.UsageError(f"{where} needs --cuzk-compare-fail: name the gate it applies to")
+    return values.choice(value, where, ("warn", "fail"))
 
 
 def _given(value: tuple[Any, str]) -> bool:

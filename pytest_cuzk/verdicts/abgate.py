@@ -21,7 +21,7 @@ from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, Figures, regression, worse_interval
-from pytest_cuzk.verdicts.comparison import Change, Side, compare
+from pytest_cuzk.verdicts.comparison import Change, Side, Undecided, compare
 from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
@@ -60,10 +60,23 @@ def ab_changes(figures: Figures, limits: dict[str, float]) -> list[Change]:
 
 
 def check_ab(figures: Figures, settings: Settings) -> tuple[list[str], list[str]]:
-    """The A/B gates the case breaks, and the warnings, as sentences naming the pair's evidence."""
+    """The A/B gates the case breaks, and the warnings, as sentences naming the pair's evidence.
+
+    What the pairs cannot decide is a warning, or a failure with ``--cuzk-compare-unresolved=fail``.
+    """
     ab = figures.ab
     if ab is None:
         return [], []
+    undecided = Undecided(settings.compare_unresolved == "fail")
+    failures, notes = _verdicts(figures, settings.compare_fail, ab, undecided.outcome)
+    unresolved, warnings = undecided.settle(notes)
+    return failures + unresolved, warnings
+
+
+def _verdicts(
+    figures: Figures, limits: dict[str, float], ab: PairedAB, outcome: str
+) -> tuple[list[str], list[str]]:
+    """The changes beyond their limit, and what the pairs leave undecided (``outcome`` ends its sentences)."""
     if ab.baseline.proofs_failed:
         why = f"{ab.baseline.proofs_failed} of the baseline's proofs failed"
         return [], [f"--cuzk-compare-fail not checked against the A/B baseline: {why}"]
@@ -73,15 +86,15 @@ def check_ab(figures: Figures, settings: Settings) -> tuple[list[str], list[str]
     layout = ab.layout.replace("-", " ")
     how = f"A/B over {plural(ab.pairs, 'pair')}, {layout}, seed {ab.seed} (--cuzk-compare-fail)"
     failures: list[str] = []
-    warnings: list[str] = []
-    for change in ab_changes(figures, settings.compare_fail):
+    notes: list[str] = []
+    for change in ab_changes(figures, limits):
         if change.verdict == "regressed":
             failures.append(f"{change.sentence()}; {how}")
-        elif change.verdict == "not significant":
-            warnings.append(f"{change.sentence()}; {how}")
+        elif change.verdict in ("not significant", "undecided"):
+            notes.append(f"{change.sentence(outcome)}; {how}")
         elif change.verdict == "not comparable":
-            warnings.append(f"--cuzk-compare-fail {change.metric.name} not checked: no figure of a build")
-    return failures, warnings
+            notes.append(f"--cuzk-compare-fail {change.metric.name} not checked: no figure of a build")
+    return failures, notes
 
 
 class ABGate:

@@ -7,7 +7,9 @@ estimator's test finds the two runs different (p < 0.05; Welch's t-test for thro
 Mann–Whitney U test for a percentile) and the 95% interval of the change lies wholly beyond the
 limit. Measured in interleaved pairs (``--cuzk-ab``), where the host's drift cancels, a change
 whose interval is within ``stats.PRECISE_SHARE`` of the limit is judged on its point estimate
-instead. Beyond the limit but not significant is reported as such, and fails nothing. A peak
+instead. Beyond the limit but not significant is reported as such, and so is a change within the
+limit whose interval reaches beyond it (undecided); neither fails unless
+``--cuzk-compare-unresolved=fail`` asks that nothing undecided pass. A peak
 (RSS, VRAM) is one value per run, the most the host had to hold, and is compared as measured.
 
 Samples of one run say nothing of what changed between two runs on a shared host: when other
@@ -24,10 +26,33 @@ from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import Metric, Samples, regression, worse_interval
 from pytest_cuzk.wire.units import plural
 
-__all__ = ["BUSIER_PCT", "Change", "Side", "compare", "spread_warning"]
+__all__ = ["BUSIER_PCT", "Change", "Side", "Undecided", "compare", "spread_warning"]
 
 BUSIER_PCT = 10.0  # points of the host's CPUs other processes may add before a slowdown is theirs
-Verdict = Literal["regressed", "not significant", "confounded", "ok", "not comparable"]
+Verdict = Literal["regressed", "not significant", "confounded", "undecided", "ok", "not comparable"]
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """What a compare gate does with what it cannot decide: warn, or fail (``--cuzk-compare-unresolved``).
+
+    Undecided is a change beyond the limit that is not significant or is confounded, a run whose
+    interval is wider than the limit, a figure missing on a side, too few A/B pairs. On a noisy
+    host a planted slow-down lands there, so a CI gate that lets nothing unmeasured pass fails it.
+    """
+
+    strict: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """The words that end the sentence of an undecided change."""
+        return "not decided" if self.strict else "not failed"
+
+    def settle(self, notes: list[str]) -> tuple[list[str], list[str]]:
+        """The undecided ``notes`` as (failures, warnings)."""
+        if not self.strict:
+            return [], notes
+        return [f"{note}; failed (--cuzk-compare-unresolved=fail)" for note in notes], []
 
 
 @dataclass(frozen=True)
@@ -63,8 +88,11 @@ class Change:
     def verdict(self) -> Verdict:
         if self.worse_pct is None:
             return "not comparable"
-        if self.limit is None or self.worse_pct <= self.limit:
+        if self.limit is None:
             return "ok"
+        if self.worse_pct <= self.limit:
+            reaches = self.ci_pct is not None and self.ci_pct[1] > self.limit and not self.precise
+            return "undecided" if self.tested and reaches else "ok"
         if self.metric.sample is None:
             return "regressed"  # a peak: compared as measured
         significant = self.p_value is not None and self.p_value < stats.ALPHA
@@ -95,8 +123,8 @@ class Change:
             ci = f"95% CI {lo:+.1f}% to {hi:+.1f}%"
         return f"{ci}, p={self.p_value:.2g}" if self.p_value is not None else ci
 
-    def sentence(self) -> str:
-        """The gate's words for a change beyond the limit (regressed or not significant)."""
+    def sentence(self, outcome: str = "not failed") -> str:
+        """The gate's words for a change it fails or cannot decide; ``outcome`` ends an undecided one."""
         m, limit = self.metric, f"limit {self.limit:g}%"
         values = f"baseline {m.show(self.before)}, now {m.show(self.after)}"
         if self.verdict == "regressed":
@@ -106,11 +134,16 @@ class Change:
             return (
                 f"{m.name} {self.worse_pct:.1f}% worse ({self.evidence()}; {values}; {limit}), but other "
                 f"processes kept {after:.0f}% of the host's CPUs busy during this run against {before:.0f}% "
-                "during the baseline: not failed (compare on a quiet host)"
+                f"during the baseline: {outcome} (compare on a quiet host)"
+            )
+        if self.verdict == "undecided":
+            return (
+                f"{m.name} within the limit ({self.worse_pct:+.1f}% worse, {self.evidence()}; {values}; "
+                f"{limit}), but its interval reaches beyond it: {outcome}"
             )
         return (
             f"{m.name} {self.worse_pct:.1f}% worse ({self.evidence()}; {values}; {limit}): "
-            "not significantly beyond the limit, not failed"
+            f"not significantly beyond the limit, {outcome}"
         )
 
 

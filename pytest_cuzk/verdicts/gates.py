@@ -5,7 +5,8 @@ session at its end; these gates cover throughput and memory too, absolute
 (``--cuzk-min-throughput``, ``--cuzk-max-rss``, ``--cuzk-max-vram``) and relative to a saved
 run (``--cuzk-compare-fail``), and fail inside the test. A relative gate fails only a change
 beyond its limit that is significant (``comparison``); one that is not, and a run whose
-spread is too wide to resolve the limit, get a warning. ``Gates`` is the last sink of
+spread is too wide to resolve the limit, are undecided: a warning, or a failure with
+``--cuzk-compare-unresolved=fail``. ``Gates`` is the last sink of
 ``pytest_cuzk_case_finished``, so every other sink has the case before it fails.
 """
 
@@ -21,7 +22,7 @@ from pytest_cuzk.core.compat import SavedRun
 from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.measure.figures import METRICS, Figures, Samples
 from pytest_cuzk.verdicts.baseline import Baseline, describe_run
-from pytest_cuzk.verdicts.comparison import Side, compare, spread_warning
+from pytest_cuzk.verdicts.comparison import Side, Undecided, compare, spread_warning
 from pytest_cuzk.verdicts.runspread import RunSpread, saved_spread
 from pytest_cuzk.wire.units import format_bytes
 
@@ -71,7 +72,11 @@ def check_gates(
                 f"{metric.attr} {format_bytes(value)} exceeds {format_bytes(limit)} for {kind} ({option})"
             )
     if settings.compare_fail and settings.ab is None:  # with --cuzk-ab, abgate judges the pair
-        failures += _compare(figures, settings, baseline, warnings, compared)
+        undecided = Undecided(settings.compare_unresolved == "fail")
+        broken, notes = _compare(figures, settings, baseline, undecided.outcome, compared)
+        unresolved, notes = undecided.settle(notes)
+        failures += broken + unresolved
+        warnings += notes
         for name, pct in settings.compare_fail.items():
             spread = (spreads or {}).get(name)
             if spread is not None and (warning := spread.warning(METRICS[name], pct)):
@@ -80,13 +85,15 @@ def check_gates(
 
 
 def _compare(
-    figures: Figures, settings: Settings, baseline: dict[str, Any] | None, warnings: list[str], compared: str
-) -> list[str]:
+    figures: Figures, settings: Settings, baseline: dict[str, Any] | None, outcome: str, compared: str
+) -> tuple[list[str], list[str]]:
+    """The changes beyond their limit, and the undecided ones (``outcome`` ends their sentences)."""
+    warnings: list[str] = []
     if not baseline:
         return [
             f"--cuzk-compare-fail: {compared} has no {figures.test}, so it cannot be compared: save a "
             "baseline that ran this test (the same -k and matrix), or compare with one that did"
-        ]
+        ], warnings
     old = baseline.get("extra_info", {})
     saved = Samples.from_dict(old["samples"]) if old.get("samples") else None
     old_others = (old.get("memory") or {}).get("host_other_cpu_pct")
@@ -104,11 +111,11 @@ def _compare(
             )
         elif change.verdict == "regressed":
             failures.append(f"{change.sentence()} (--cuzk-compare-fail)")
-        elif change.verdict in ("not significant", "confounded"):
-            warnings.append(f"{change.sentence()} (--cuzk-compare-fail)")
+        elif change.verdict in ("not significant", "confounded", "undecided"):
+            warnings.append(f"{change.sentence(outcome)} (--cuzk-compare-fail)")
         if warning := spread_warning(metric, now, pct):
             warnings.append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
-    return failures
+    return failures, warnings
 
 
 class Gates:

@@ -15,9 +15,11 @@ from pytest_cuzk.backends.fake import FakeBehaviour
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.measure.figures import METRICS, Figures, Samples, regression
 from pytest_cuzk.measure.memory import MemoryReport
+from pytest_cuzk.measure.paired import PairedAB
 from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.waves import CaseResult
+from pytest_cuzk.verdicts.abgate import check_ab
 from pytest_cuzk.verdicts.gates import check_gates
 from pytest_cuzk.verdicts.runspread import saved_spread
 from pytest_cuzk.wire.kinds import KINDS
@@ -343,3 +345,72 @@ def test_two_builds_compared_with_the_storage_outside_the_working_directory_warn
         result, _ = fake_run({}, *args, "--benchmark-compare=0001", behaviour=steady)
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=1)
+
+
+STRICT = ("--cuzk-compare-fail=throughput:5%", "--cuzk-compare-unresolved=fail")
+FAILED_UNDECIDED = "; failed (--cuzk-compare-unresolved=fail)"
+
+
+def test_what_the_compare_gate_cannot_decide_warns_and_with_unresolved_fail_fails(pytester):
+    lenient = resolve_settings(pytester.parseconfig(STRICT[0]))
+    strict = resolve_settings(pytester.parseconfig(*STRICT))
+    base = _baseline(_jittered(25.0, seed=1))
+    noisy = _figures(**_measured([v * 1.07 for v in _jittered(25.0, seed=4, n=4)] + [20.0, 34.0]))
+    failures, warnings = check_gates(noisy, lenient, base)
+    assert failures == [] and len(warnings) == 2
+    failures, warnings = check_gates(noisy, strict, base)
+    assert warnings == [] and len(failures) == 2
+    assert failures[0].endswith(
+        f"not significantly beyond the limit, not decided (--cuzk-compare-fail){FAILED_UNDECIDED}"
+    )
+    assert failures[1].startswith("throughput spread too wide for a 5% gate: its 95% interval is ±")
+    assert failures[1].endswith(f"(--cuzk-compare-fail throughput:5%){FAILED_UNDECIDED}")
+    # what the gate decides, it decides as before
+    assert check_gates(_figures(**_measured(_jittered(25.0, seed=3))), strict, base) == ([], [])
+    (slower,), _ = check_gates(_figures(**_measured(_jittered(25.0 * 1.15, seed=2))), strict, base)
+    assert slower.startswith("throughput regressed") and FAILED_UNDECIDED not in slower
+
+
+def test_a_change_within_the_limit_whose_interval_reaches_beyond_it_is_undecided(pytester):
+    base = _baseline(_jittered(25.0, seed=1))
+    wide = _figures(**_measured([25.0 * (1 + d) for d in (-0.15, 0.15, -0.1, 0.1, -0.05, 0.05, 0.0, 0.0)]))
+    _, warnings = check_gates(wide, resolve_settings(pytester.parseconfig(STRICT[0])), base)
+    assert re.fullmatch(
+        r"throughput within the limit \([+-]\d\.\d% worse, 95% CI -\d+\.\d% to \+\d+\.\d%, p=\S+; "
+        r"baseline \S+/h, now \S+/h; limit 5%\), but its interval reaches beyond it: not failed "
+        r"\(--cuzk-compare-fail\)",
+        warnings[0],
+    ), warnings
+    failures, _ = check_gates(wide, resolve_settings(pytester.parseconfig(*STRICT)), base)
+    assert failures[0].endswith(f"reaches beyond it: not decided (--cuzk-compare-fail){FAILED_UNDECIDED}")
+
+
+def test_too_few_ab_pairs_fail_a_gate_that_lets_nothing_undecided_pass(pytester):
+    base = _figures(test="t", throughput_proofs_per_hour=1000.0)
+    ab = PairedAB(base, "c", "b", "side-by-side", 1, "BC CB", 1, (0.01, 0.02), 0.985, None, None)
+    figures = _figures(test="t", throughput_proofs_per_hour=985.0, ab=ab)
+    said = "--cuzk-compare-fail not checked on the A/B pairs: 2 complete pairs, an interval needs 3"
+    assert check_ab(figures, resolve_settings(pytester.parseconfig(STRICT[0])))[1][0].startswith(said)
+    (failure,), warnings = check_ab(figures, resolve_settings(pytester.parseconfig(*STRICT)))
+    assert warnings == [] and failure.startswith(said) and failure.endswith(FAILED_UNDECIDED)
+
+
+def test_a_ci_gate_on_a_noisy_baseline_fails_as_undecided_and_says_so(fake_run, tmp_path):
+    args = _gate_args(tmp_path)
+    steady = {"winning": FakeBehaviour(delay_s=0.02)}
+    fake_run({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=main", behaviour=steady)[
+        0
+    ].assert_outcomes(passed=1)
+    (saved,) = (tmp_path / "benchmarks").glob("*/0001_main.json")
+    run = json.loads(saved.read_text())
+    samples = run["benchmarks"][0]["extra_info"]["samples"]  # a baseline measured on a noisy host
+    samples["wave_s"] = [s * (0.5 if i % 2 else 1.5) for i, s in enumerate(samples["wave_s"])]
+    saved.write_text(json.dumps(run))
+    gate = ("--benchmark-compare=0001", "--cuzk-compare-fail=throughput:5%")
+    lenient, _ = fake_run({}, *args, *gate, behaviour=steady)
+    lenient.assert_outcomes(passed=1)
+    lenient.stdout.fnmatch_lines(["*CuzkWarning: throughput *: not failed (--cuzk-compare-fail)*"])
+    strict, _ = fake_run({}, *args, *gate, "--cuzk-compare-unresolved=fail", behaviour=steady)
+    strict.assert_outcomes(failed=1)
+    said = "*[[]winning-batch1-j1[]]: throughput *: not decided (--cuzk-compare-fail); failed (--cuzk-comp*"
+    strict.stdout.fnmatch_lines([said])
