@@ -73,10 +73,10 @@ def check_gates(
             )
     if settings.compare_fail and settings.ab is None:  # with --cuzk-ab, abgate judges the pair
         undecided = Undecided(settings.compare_unresolved == "fail")
-        broken, notes = _compare(figures, settings, baseline, undecided.outcome, compared)
+        broken, notes, wide = _compare(figures, settings, baseline, undecided.outcome, compared)
         unresolved, notes = undecided.settle(notes)
         failures += broken + unresolved
-        warnings += notes
+        warnings += notes + wide
         for name, pct in settings.compare_fail.items():
             spread = (spreads or {}).get(name)
             if spread is not None and (warning := spread.warning(METRICS[name], pct)):
@@ -86,14 +86,23 @@ def check_gates(
 
 def _compare(
     figures: Figures, settings: Settings, baseline: dict[str, Any] | None, outcome: str, compared: str
-) -> tuple[list[str], list[str]]:
-    """The changes beyond their limit, and the undecided ones (``outcome`` ends their sentences)."""
+) -> tuple[list[str], list[str], list[str]]:
+    """The changes beyond their limit, the undecided ones, and the warnings that decide nothing.
+
+    ``outcome`` ends an undecided change's sentence. A run's spread too wide for a limit is
+    undecided only where its change was not decided all the same.
+    """
     warnings: list[str] = []
+    wide: list[str] = []
     if not baseline:
-        return [
-            f"--cuzk-compare-fail: {compared} has no {figures.test}, so it cannot be compared: save a "
-            "baseline that ran this test (the same -k and matrix), or compare with one that did"
-        ], warnings
+        return (
+            [
+                f"--cuzk-compare-fail: {compared} has no {figures.test}, so it cannot be compared: save a "
+                "baseline that ran this test (the same -k and matrix), or compare with one that did"
+            ],
+            warnings,
+            wide,
+        )
     old = baseline.get("extra_info", {})
     saved = Samples.from_dict(old["samples"]) if old.get("samples") else None
     old_others = (old.get("memory") or {}).get("host_other_cpu_pct")
@@ -114,8 +123,9 @@ def _compare(
         elif change.verdict in ("not significant", "confounded", "undecided"):
             warnings.append(f"{change.sentence(outcome)} (--cuzk-compare-fail)")
         if warning := spread_warning(metric, now, pct):
-            warnings.append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
-    return failures, warnings
+            decided = change.verdict in ("ok", "regressed")
+            (wide if decided else warnings).append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
+    return failures, warnings, wide
 
 
 class Gates:

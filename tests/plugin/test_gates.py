@@ -365,8 +365,11 @@ def test_what_the_compare_gate_cannot_decide_warns_and_with_unresolved_fail_fail
     )
     assert failures[1].startswith("throughput spread too wide for a 5% gate: its 95% interval is ±")
     assert failures[1].endswith(f"(--cuzk-compare-fail throughput:5%){FAILED_UNDECIDED}")
-    # what the gate decides, it decides as before
+    # what the gate decides, it decides as before, however wide the run's own interval
     assert check_gates(_figures(**_measured(_jittered(25.0, seed=3))), strict, base) == ([], [])
+    faster = [12.5 * (1 + d) for d in (-0.3, 0.3, -0.2, 0.2, -0.1, 0.1, 0.0, 0.0)]  # twice as fast, CV 20%
+    failures, (wide,) = check_gates(_figures(**_measured(faster)), strict, base)
+    assert failures == [] and wide.startswith("throughput spread too wide for a 5% gate")
     (slower,), _ = check_gates(_figures(**_measured(_jittered(25.0 * 1.15, seed=2))), strict, base)
     assert slower.startswith("throughput regressed") and FAILED_UNDECIDED not in slower
 
