@@ -163,8 +163,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "compare-unresolved",
         "What --cuzk-compare-fail does with a change it cannot decide (beyond the limit but not "
-        "significant, within it but with an interval reaching beyond it, a run too noisy for the limit, "
-        "a figure missing): warn, or fail (a CI gate that lets nothing unmeasured pass)",
+        "significant, within it but with an interval reaching beyond it, from a run too noisy for the "
+        "limit, a figure missing): warn, or fail (a CI gate that lets nothing unmeasured pass)",
         "warn",
     ),
     Option(

@@ -73,7 +73,9 @@ def compare_rows(
             line = f"{what}: A {a_} -> B {b_} ({delta}, {evidence}, limit {shown})"
             if change.verdict == "regressed":
                 failures.append(f"REGRESSION {line}")
-            elif change.verdict in ("not significant", "confounded", "undecided"):
+            elif change.verdict in ("not significant", "confounded") or (
+                change.verdict == "undecided" and change.worse_pct > 0
+            ):
                 unproven.append(f"{change.verdict}, not failed: {line}")
     return out, failures, unproven
 

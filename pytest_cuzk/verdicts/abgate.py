@@ -8,7 +8,8 @@ pairs (the mean log-ratio of the windows measured through the same minutes, Stud
 first pairs' spread, ``stats.paired_rate``), so a drift of the
 host that moved both builds cancels; latency percentiles on both builds' proofs, and RSS and
 VRAM peaks as measured, each build's its own. A baseline whose own proofs failed gives no ground
-to judge on: a warning says so and nothing is failed by it.
+to judge on: a warning says so (a failure with ``--cuzk-compare-unresolved=fail``, as for what
+the pairs leave undecided).
 """
 
 from __future__ import annotations

@@ -36,9 +36,11 @@ Verdict = Literal["regressed", "not significant", "confounded", "undecided", "ok
 class Undecided:
     """What a compare gate does with what it cannot decide: warn, or fail (``--cuzk-compare-unresolved``).
 
-    Undecided is a change beyond the limit that is not significant or is confounded, a run whose
-    interval is wider than the limit, a figure missing on a side, too few A/B pairs. On a noisy
-    host a planted slow-down lands there, so a CI gate that lets nothing unmeasured pass fails it.
+    Undecided is a change beyond the limit that is not significant or is confounded, one within it
+    whose interval reaches beyond it, a run whose interval is wider than the limit (unless its
+    change is decided all the same), a figure missing on a side, too few A/B pairs or an A/B
+    baseline whose proofs failed. On a noisy host a planted slow-down lands there, so a CI gate
+    that lets nothing unmeasured pass fails it.
     """
 
     strict: bool = False

@@ -5,8 +5,8 @@ session at its end; these gates cover throughput and memory too, absolute
 (``--cuzk-min-throughput``, ``--cuzk-max-rss``, ``--cuzk-max-vram``) and relative to a saved
 run (``--cuzk-compare-fail``), and fail inside the test. A relative gate fails only a change
 beyond its limit that is significant (``comparison``); one that is not, and a run whose
-spread is too wide to resolve the limit, are undecided: a warning, or a failure with
-``--cuzk-compare-unresolved=fail``. ``Gates`` is the last sink of
+spread is too wide to resolve the limit where the change is not decided all the same, are
+undecided: a warning, or a failure with ``--cuzk-compare-unresolved=fail``. ``Gates`` is the last sink of
 ``pytest_cuzk_case_finished``, so every other sink has the case before it fails.
 """
 
@@ -123,7 +123,7 @@ def _compare(
         elif change.verdict in ("not significant", "confounded", "undecided"):
             warnings.append(f"{change.sentence(outcome)} (--cuzk-compare-fail)")
         if warning := spread_warning(metric, now, pct):
-            decided = change.verdict in ("ok", "regressed")
+            decided = change.verdict == "regressed" or (change.verdict == "ok" and change.tested)
             (wide if decided else warnings).append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
     return failures, warnings, wide
 

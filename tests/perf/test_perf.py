@@ -301,3 +301,25 @@ def test_a_reading_command_on_a_database_file_that_is_not_there_fails_and_create
         in err
     )
     assert list(tmp_path.iterdir()) == [], "no database, lock or page made"
+
+
+NEAR = [
+    (RTX, "4090", "31337", "sha256:base0001", 0, [("porep", 1, 1, 40.0, 80.0, 180)]),
+    (RTX, "4090", "31337", "sha256:near0002", 1, [("porep", 1, 1, 38.2, 80.0, 180)]),  # 4.5% slower
+    (RTX, "4090", "31337", "sha256:fast0003", 2, [("porep", 1, 1, 40.1, 80.0, 180)]),  # 0.25% faster
+]
+
+
+def test_compare_names_a_change_it_cannot_decide_and_lists_it_only_when_worse(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = store(db_url, NEAR)
+    code, out, _ = perf(capsys, url, "compare", "base0001", "near0002", "--fail", "throughput:5%")
+    assert code == 0, out
+    (row,) = [r for r in body(out) if r[4] == "throughput"]
+    assert row[-1] == "undecided", out
+    assert "undecided, not failed: porep batch1-j1 on 4090 throughput: A 40.0/h -> B 38.2/h (-4.5%" in out
+    code, out, _ = perf(capsys, url, "compare", "base0001", "fast0003", "--fail", "throughput:0.5%")
+    (row,) = [r for r in body(out) if r[4] == "throughput"]
+    assert code == 0 and row[-1] == "undecided", out
+    assert "not failed:" not in out, "a faster build is not listed among the worse"

@@ -370,6 +370,10 @@ def test_what_the_compare_gate_cannot_decide_warns_and_with_unresolved_fail_fail
     faster = [12.5 * (1 + d) for d in (-0.3, 0.3, -0.2, 0.2, -0.1, 0.1, 0.0, 0.0)]  # twice as fast, CV 20%
     failures, (wide,) = check_gates(_figures(**_measured(faster)), strict, base)
     assert failures == [] and wide.startswith("throughput spread too wide for a 5% gate")
+    # against a baseline without samples nothing is tested: the noisy run within the limit decides nothing
+    untested = {"extra_info": {"throughput_proofs_per_hour": 3600 / statistics.fmean(faster) / 2}}
+    (failure,), _ = check_gates(_figures(**_measured(faster)), strict, untested)
+    assert failure.startswith("throughput spread too wide") and failure.endswith(FAILED_UNDECIDED)
     (slower,), _ = check_gates(_figures(**_measured(_jittered(25.0 * 1.15, seed=2))), strict, base)
     assert slower.startswith("throughput regressed") and FAILED_UNDECIDED not in slower
 
