@@ -92,7 +92,7 @@ def _compare(
     ``outcome`` ends an undecided change's sentence. A run's spread too wide for a limit is
     undecided only where its change was not decided all the same.
     """
-    warnings: list[str] = []
+    notes: list[str] = []  # undecided
     wide: list[str] = []
     if not baseline:
         return (
@@ -100,7 +100,7 @@ def _compare(
                 f"--cuzk-compare-fail: {compared} has no {figures.test}, so it cannot be compared: save a "
                 "baseline that ran this test (the same -k and matrix), or compare with one that did"
             ],
-            warnings,
+            notes,
             wide,
         )
     old = baseline.get("extra_info", {})
@@ -114,18 +114,18 @@ def _compare(
         change = compare(metric, Side(old.get(metric.attr), saved, old_others), now, pct)
         if change.verdict == "not comparable":
             why = figures.why_na(metric.attr) or (old.get("na_reasons") or {}).get(metric.attr)
-            warnings.append(
+            notes.append(
                 f"--cuzk-compare-fail {name} not checked: no {metric.attr} in the baseline or now"
                 + (f" ({why})" if why else "")
             )
         elif change.verdict == "regressed":
             failures.append(f"{change.sentence()} (--cuzk-compare-fail)")
         elif change.verdict in ("not significant", "confounded", "undecided"):
-            warnings.append(f"{change.sentence(outcome)} (--cuzk-compare-fail)")
+            notes.append(f"{change.sentence(outcome)} (--cuzk-compare-fail)")
         if warning := spread_warning(metric, now, pct):
             decided = change.verdict == "regressed" or (change.verdict == "ok" and change.tested)
-            (wide if decided else warnings).append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
-    return failures, warnings, wide
+            (wide if decided else notes).append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
+    return failures, notes, wide
 
 
 class Gates:
