@@ -416,8 +416,10 @@ def test_a_ci_gate_on_a_noisy_baseline_fails_as_undecided_and_says_so(fake_run, 
     gate = ("--benchmark-compare=0001", "--cuzk-compare-fail=throughput:5%")
     lenient, _ = fake_run({}, *args, *gate, behaviour=steady)
     lenient.assert_outcomes(passed=1)
-    lenient.stdout.fnmatch_lines(["*CuzkWarning: throughput *: not failed (--cuzk-compare-fail)*"])
+    # undecided in any of its words: within the limit, its interval reaching beyond it; beyond it, not
+    # significant; or confounded, where the loaded host's other processes moved between the two runs
+    lenient.stdout.fnmatch_lines(["*CuzkWarning: throughput *not failed*(--cuzk-compare-fail)*"])
     strict, _ = fake_run({}, *args, *gate, "--cuzk-compare-unresolved=fail", behaviour=steady)
     strict.assert_outcomes(failed=1)
-    said = "*[[]winning-batch1-j1[]]: throughput *: not decided (--cuzk-compare-fail); failed (--cuzk-comp*"
+    said = "*[[]winning-batch1-j1[]]: throughput *not decided*(--cuzk-compare-fail); failed (--cuzk-comp*"
     strict.stdout.fnmatch_lines([said])
