@@ -129,6 +129,15 @@ def stable(windows: list[list[Wave]], stability_pct: float) -> bool:
     return bool((np.abs(figures / means - 1) <= stability_pct / 100).all())
 
 
+def _within(half: float | None, want: float) -> bool:
+    """A figure's 95% half-interval meets what its gate needs; nothing meets a 0% limit's 0%.
+
+    A steady daemon's windows can come out alike to the rounding of their seconds (half 0.0),
+    which would otherwise end a run as precise for a limit no measurement can meet.
+    """
+    return half is not None and want > 0 and half <= want
+
+
 class Measurement:
     """One case's waves, windows and stopping decision; pedantic's setup and target are its methods."""
 
@@ -179,7 +188,7 @@ class Measurement:
     def _precise_enough(self) -> bool:
         """Each gated figure's 95% interval is within its share of the limit (checked as windows close)."""
         return len(self._windows) >= PRECISE_WINDOWS and all(
-            half is not None and half <= want for _, half, want in self._intervals()
+            _within(half, want) for _, half, want in self._intervals()
         )
 
     def _intervals(self) -> list[tuple[str, float | None, float]]:
@@ -205,7 +214,9 @@ class Measurement:
         unknown = [name for name, half, _ in intervals if half is None]
         if unknown:
             return f" ({', '.join(unknown)}: no interval yet)"
-        wide = [(n, half, want) for n, half, want in intervals if half is not None and half > want]
+        wide = [
+            (n, half, want) for n, half, want in intervals if half is not None and not _within(half, want)
+        ]
         if not wide:
             return ""
         name, half, want = max(wide, key=lambda w: w[1] / w[2] if w[2] > 0 else math.inf)
