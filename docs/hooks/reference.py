@@ -82,9 +82,9 @@ def _docstring(func: Callable[..., Any]) -> str:
 def hooks() -> str:
     """Each of the plugin's hooks: its signature, how its answers combine, and its docstring."""
     parts = []
-    for name, func in inspect.getmembers(hookspec, inspect.isfunction):
+    for name, func in vars(hookspec).items():  # in the order they are declared
         spec = getattr(func, "pytest_spec", None)
-        if spec is None:
+        if not inspect.isfunction(func) or spec is None:
             continue
         combine = (
             "The first answer that is not None wins" if spec["firstresult"] else "Every implementation runs"
