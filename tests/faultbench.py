@@ -1,6 +1,6 @@
 """What the fault benchmark prints for each case, and what it looks for left behind.
 
-One row per case: the fault it reproduces (1-10, as the README lists them), the case, the
+One row per case: the fault it reproduces (1-10, as docs/contributing.md lists them), the case, the
 first line of the outcome, the seconds it took to fail and what it left (files in the data
 cache, the daemons' private folders on disk, daemon processes still running).
 """

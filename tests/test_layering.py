@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_cuzk"
 MAX_LINES = 400
 TOP = "(top level)"
 
-# Lowest first. Keep in step with the README's Layout section.
+# Lowest first. Keep in step with the Layout section of docs/contributing.md.
 LAYERS: list[set[str]] = [
     {"wire"},
     {"host", "proto"},

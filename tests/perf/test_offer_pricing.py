@@ -29,7 +29,7 @@ from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import RunRecord, TestRecord
 
 GIB, MIB = 2**30, 2**20
-README = Path(__file__).resolve().parents[2] / "README.md"
+OFFERS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "rank-offers.md"
 
 RAW_QUARTER = {  # `vastai search offers --raw`, 2024: one RTX 4090 of a 96-core machine
     "ask_contract_id": 11684738, "bundle_id": 1598539855, "bundled_results": None, "bw_nvlink": 0.0,
@@ -237,11 +237,11 @@ def test_a_recorded_machine_with_other_hardware_is_said_so(
     assert body(out)[0][7] == "unknown: no 1x RTX 3090 measured; machine 4263 was recorded with no GPU (box)"
 
 
-def _readme_session() -> list[tuple[list[str], list[str]]]:
-    """The README's offers example: each ``$ cuzk-perf ...`` command and the lines it prints."""
-    text = README.read_text()
+def _offers_session() -> list[tuple[list[str], list[str]]]:
+    """The docs' offers example: each ``$ cuzk-perf ...`` command and the lines it prints."""
+    text = OFFERS_PAGE.read_text()
     block = re.search(r"```\n(\$ cuzk-perf example .*?)```", text, re.S)
-    assert block, "the README shows cuzk-perf example"
+    assert block, "the offers page shows cuzk-perf example"
     out: list[tuple[list[str], list[str]]] = []
     for line in block.group(1).splitlines():
         if line.startswith("$ "):
@@ -251,12 +251,12 @@ def _readme_session() -> list[tuple[list[str], list[str]]]:
     return out
 
 
-def test_the_readme_offers_example_is_what_the_tool_prints(
+def test_the_docs_offers_example_is_what_the_tool_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PYTEST_CUZK_RESULTS_DB", raising=False)
-    session = _readme_session()
+    session = _offers_session()
     assert [argv[0] for argv, _ in session] == ["example", "offers"]
     for argv, shown in session:
         assert main(argv) == 0
