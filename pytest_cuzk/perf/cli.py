@@ -106,8 +106,8 @@ FAIL_HELP = f"regression limits, e.g. throughput:5%%,rss_peak:10%% (metrics: {',
 HOST_HELP = "a host fingerprint (or its start) or a run label"
 FIGURES_HELP = f"the figures to search, comma-separated. Default: all of {','.join(METRICS)}"
 MAX_P_HELP = (
-    f"Student's t-test p-value a change must be below. Default: {MAX_P:g} (Apache Otava's; a 30-run "
-    "series without a change shows one in about 1 to 2%% of such series)"
+    f"Student's t-test p-value a change must be below. Default: {MAX_P:g}, Apache Otava's: of 30-run "
+    "series without a change, 1 to 2%% show one where runs vary independently, more where a host drifts"
 )
 MIN_RUNS_HELP = f"runs each side of a change at the least. Default: {MIN_RUNS}"
 CSV_HELP = (
