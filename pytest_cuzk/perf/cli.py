@@ -6,8 +6,9 @@ pytest-benchmark can gate timings but not throughput or memory across builds aft
 Every subcommand takes ``--db URL`` (default: ``$PYTEST_CUZK_RESULTS_DB``, else the SQLite file in
 the user's data dir, see ``pytest_cuzk.results``); all but ``example`` only read it, so a SQLite
 file that does not exist is a usage error, not a new empty database. Exit codes: 0 done (also "no data"), 1 a
-regression (``compare``), nothing fits the RAM (``recommend``) or ``--gpu`` names no offer's
-GPU (``offers``), 2 a usage error: each a ``PerfError``, its message printed by ``main``.
+regression (``compare``), nothing fits the RAM (``recommend``), ``--gpu`` names no offer's
+GPU (``offers``) or no run to write (``changes --csv``), 2 a usage error: each a ``PerfError``,
+its message printed by ``main``.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def _dollars(text: str) -> float:
 
 
 EPILOG = (
-    "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM / --gpu names no offer, "
-    "2 usage error"
+    "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM / --gpu names no offer / "
+    "--csv has no run to write, 2 usage error"
 )
 MARGIN_HELP = "RAM left free above the measured peaks. Default: 15%%"
 OFFERS_HELP = (

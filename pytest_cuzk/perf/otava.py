@@ -15,6 +15,9 @@ reads every row of a metric's column as a number). An Otava test reads it with::
         time_column: time
         metrics: {throughput: {direction: 1}, p50: {direction: -1}}
         attributes: [build, run_id]
+
+and ``otava analyze --config-file otava.yaml porep`` marks the same changes (it reads the last
+year's rows unless given ``--since``).
 """
 
 from __future__ import annotations
