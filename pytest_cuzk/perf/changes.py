@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
+
+from scipy.stats import gmean
 
 from pytest_cuzk.measure.figures import regression, worse_interval
 from pytest_cuzk.results.database import ResultsDB
@@ -56,21 +57,17 @@ class Change:
     def means(self) -> tuple[float, float]:
         """The geometric means of the runs on each side (between the neighbouring change points)."""
         pts, i = self.series.points, self.series.points.index(self.after)
-        return _gmean(pts[i - self.runs_before : i]), _gmean(pts[i : i + self.runs_after])
+        before, after = pts[i - self.runs_before : i], pts[i : i + self.runs_after]
+        return float(gmean([p.value for p in before])), float(gmean([p.value for p in after]))
 
     def words(self) -> str:
-        """``throughput 10.2% worse (95% CI 8.9% to 11.5% worse, p=3.1e-15)``."""
+        """``throughput 10.2% worse (95% CI 8.9% worse to 11.5% worse, p=3.1e-15)``."""
         lo, hi = (_pct(b) for b in (self.ci_pct if self.worse_pct > 0 else self.ci_pct[::-1]))
         return f"{self.series.metric.name} {_pct(self.worse_pct)} (95% CI {lo} to {hi}, p={self.p:.2g})"
 
 
 def _pct(worse: float) -> str:
     return f"{abs(worse):.1f}% {'worse' if worse > 0 else 'better'}"
-
-
-def _gmean(points: Iterable[Point]) -> float:
-    logs = [math.log(p.value) for p in points]
-    return math.exp(sum(logs) / len(logs))
 
 
 def find(one: Series, max_p: float, min_runs: int) -> list[Change]:
