@@ -6,8 +6,9 @@ pytest-benchmark can gate timings but not throughput or memory across builds aft
 Every subcommand takes ``--db URL`` (default: ``$PYTEST_CUZK_RESULTS_DB``, else the SQLite file in
 the user's data dir, see ``pytest_cuzk.results``); all but ``example`` only read it, so a SQLite
 file that does not exist is a usage error, not a new empty database. Exit codes: 0 done (also "no data"), 1 a
-regression (``compare``), nothing fits the RAM (``recommend``) or ``--gpu`` names no offer's
-GPU (``offers``), 2 a usage error: each a ``PerfError``, its message printed by ``main``.
+regression (``compare``), nothing fits the RAM (``recommend``), ``--gpu`` names no offer's
+GPU (``offers``) or no run to write (``changes --csv``), 2 a usage error: each a ``PerfError``,
+its message printed by ``main``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from pytest_cuzk.results.database import ResultsDB
 
 from ..wire import units
 from ..wire.kinds import UnknownKind, by_name
+from .changes import cmd_changes
 from .charts import cmd_plot
 from .compare import cmd_compare
+from .edivisive import MAX_P, MIN_RUNS
 from .errors import PerfError
 from .example import cmd_example
 from .export import cmd_export
@@ -34,7 +37,7 @@ from .hosts import cmd_history, cmd_hosts, cmd_recommend
 from .offers import DISK, cmd_offers
 from .report import cmd_report
 
-__all__ = ["build_parser", "main", "parse_fail", "parse_percent"]
+__all__ = ["build_parser", "main", "parse_fail", "parse_figures", "parse_percent"]
 
 
 def parse_percent(text: str) -> float:
@@ -84,8 +87,8 @@ def _dollars(text: str) -> float:
 
 
 EPILOG = (
-    "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM / --gpu names no offer, "
-    "2 usage error"
+    "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM / --gpu names no offer / "
+    "--csv has no run to write, 2 usage error"
 )
 MARGIN_HELP = "RAM left free above the measured peaks. Default: 15%%"
 OFFERS_HELP = (
@@ -102,9 +105,45 @@ RESERVED_HELP = (
 )
 FAIL_HELP = f"regression limits, e.g. throughput:5%%,rss_peak:10%% (metrics: {', '.join(METRICS)})"
 HOST_HELP = "a host fingerprint (or its start) or a run label"
+FIGURES_HELP = f"the figures to search, comma-separated. Default: all of {','.join(METRICS)}"
+MAX_P_HELP = (
+    f"Student's t-test p-value a change must be below. Default: {MAX_P:g}, Apache Otava's: of 30-run "
+    "series without a change, 1 to 2%% show one where runs vary independently, more where a host drifts"
+)
+MIN_RUNS_HELP = f"runs each side of a change at the least. Default: {MIN_RUNS}"
+CSV_HELP = (
+    "also write the series in Apache Otava's CSV (a `csv` test reads it as is): columns time (run start, "
+    "ISO 8601 UTC), one per figure in its stored unit, then build, run_id, host, fingerprint; one file "
+    "per test case and host: FILE itself for one, else FILE-KIND-batchB-jJ-HOST.csv beside it"
+)
 DB_HELP = (
     "sqlite:///PATH, a file path or postgresql://... Default: $PYTEST_CUZK_RESULTS_DB, else the user data dir"
 )
+
+
+def parse_figures(text: str) -> list[str]:
+    """Figure names from ``throughput,p50``, each one of METRICS."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if unknown := [n for n in names if n not in METRICS]:
+        raise argparse.ArgumentTypeError(f"unknown figure {unknown[0]!r}: use {', '.join(METRICS)}")
+    if not names:
+        raise argparse.ArgumentTypeError(f"no figure named: use {', '.join(METRICS)}")
+    return names
+
+
+def _p_value(text: str) -> float:
+    try:
+        if 0 < (value := float(text)) < 1:
+            return value
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"invalid p-value {text!r}: a number between 0 and 1, e.g. 0.001")
+
+
+def _runs(text: str) -> int:
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"invalid run count {text!r}: a whole number of runs, 1 or more")
 
 
 def _kind(text: str) -> str:
@@ -136,6 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("build_b", metavar="BUILD_B", help="candidate build")
     p.add_argument("--fail", type=parse_fail, default={}, metavar="METRIC:PCT,...", help=FAIL_HELP)
     p.add_argument("--host", metavar="FP_OR_LABEL", help=HOST_HELP)
+    p = add(cmd_changes)
+    p.add_argument("--host", metavar="FP_OR_LABEL", help=f"{HOST_HELP}. Default: every host, each a series")
+    p.add_argument("--figures", type=parse_figures, default=list(METRICS), metavar="A,B", help=FIGURES_HELP)
+    p.add_argument("--max-p", type=_p_value, default=MAX_P, metavar="P", help=MAX_P_HELP)
+    p.add_argument("--min-runs", type=_runs, default=MIN_RUNS, metavar="N", help=MIN_RUNS_HELP)
+    p.add_argument("--csv", metavar="FILE", help=CSV_HELP)
     p = add(cmd_export)
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("-o", "--output", metavar="FILE", help="Default: standard output")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_cuzk.measure.figures import METRICS
 from pytest_cuzk.results.rows import ResultRow
@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 NO_DATA = "no data"
+T = TypeVar("T")
 
 
 def gpus(row: ResultRow) -> str:
@@ -49,10 +50,11 @@ def gpu_memory(row: ResultRow) -> int | None:
     return host.vram_total_bytes // host.gpu_count if host.gpu_count else None
 
 
-def group(rows: Iterable[ResultRow], key: Callable[[ResultRow], Any]) -> dict[Any, list[ResultRow]]:
-    out: dict[Any, list[ResultRow]] = defaultdict(list)
-    for r in rows:
-        out[key(r)].append(r)
+def group(items: Iterable[T], key: Callable[[T], Any]) -> dict[Any, list[T]]:
+    """``items`` by ``key``, in the order each key first came, each group in the items' order."""
+    out: dict[Any, list[T]] = defaultdict(list)
+    for item in items:
+        out[key(item)].append(item)
     return out
 
 
