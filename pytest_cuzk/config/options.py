@@ -173,7 +173,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "ab",
         "A/B in one run: the baseline daemon, named like --cuzk-daemon names the candidate (spawn, ref, or "
-        "ADDR); each case alternates measurement windows between the two and --cuzk-compare-fail gates "
+        "ADDR); the two builds prove each case in turn, in pairs of windows, and --cuzk-compare-fail gates "
         "the paired change",
     ),
     Option("ab-binary", "The baseline's cuzk binary, for --cuzk-ab=spawn (the candidate's is --cuzk-binary)"),
@@ -181,7 +181,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "ab-layout",
         "How the two daemons of --cuzk-ab share the host: auto (side by side where memory allows, else "
-        "in turn), side-by-side (both up, windows alternate), in-turn (one up at a time, blocks of windows)",
+        "in turn), side-by-side (both up, waves in turn), in-turn (one up at a time, blocks of windows)",
         "auto",
     ),
     Option("ab-seed", "Seed of the A/B order of windows (default: a fresh one, reported in the summary)"),

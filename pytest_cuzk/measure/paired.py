@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
@@ -55,13 +57,25 @@ class PairedAB:
         ci = self.throughput_ratio_ci
         return None if ci is None else ((ci[0] - 1) * 100, (ci[1] - 1) * 100)
 
+    @property
+    def spread_pct(self) -> float | None:
+        """How much the pairs' ratios vary (their log-ratios' standard deviation, in percent).
+
+        The host's noise as the pairs see it, which sets how many pairs a verdict takes there.
+        """
+        if self.pairs < 2:
+            return None
+        return float(np.std(self.log_ratios, ddof=1)) * 100
+
     def how(self) -> str:
-        """How the pairs were measured: their count, the layout, the seed and the order."""
+        """How the pairs were measured: their count and spread, the layout, the seed and the order."""
         layout = "side by side"
         if self.layout != "side-by-side":
             block = f"each block of {self.windows_per_block} windows"
             layout = f"in turn (one daemon up at a time, restarted for {block})"
-        return f"{plural(self.pairs, 'pair')}, {layout}, seed {self.seed}, order {self.order}"
+        spread = self.spread_pct
+        pairs = plural(self.pairs, "pair") + (f" (ratios' SD {spread:.1f}%)" if spread is not None else "")
+        return f"{pairs}, {layout}, seed {self.seed}, order {self.order}"
 
     def describe(self) -> str:
         """The paired change in words: ``throughput -12.9% (95% CI -15.1% to -10.6%, p=2e-05)``."""

@@ -6,7 +6,12 @@ trials do. The case runs in pairs, one window of each build; each pair's order i
 seeded generator in ABBA couples (two pairs in opposite orders), so neither build always goes
 first and no periodic drift lines up with the order. The seed and the order are reported.
 
-Side by side, both daemons are up and a pair is two adjacent windows. In turn, used when the
+Side by side, both daemons are up and a pair is one window of each, their waves taken in turn
+(one wave of the candidate, one of the baseline, ...): the host's drift over a window's seconds
+then moves both halves of a pair alike. Only one build proves at any moment, so neither build's
+threads compete with the other's, and both run on the same CPUs: pinning each to its own half
+would leave each half's speed (a GPU host's vCPUs change speed independently) in the ratio,
+and measure each build on half the host it is meant for. In turn, used when the
 host's memory cannot hold both (the baseline would need about the candidate's warm-up peak,
 ``MEMORY_HEADROOM`` times over), one daemon is up at a time, restarted and warmed up before
 each block, and a pair is two adjacent blocks of ``BLOCK_WINDOWS`` windows: coarser, so a
@@ -179,21 +184,38 @@ class Interleaving:
     def _candidate_waves(self) -> Iterator[Wave]:
         for order in pair_orders(self.seed):
             self.orders.append(order)
-            for letter in order:
-                self.current = self.sides[letter]
-                m = self._turn(self.current)
-                target, began = m.closed + self.block, time.monotonic()
-                while m.closed < target and not self._broken():
-                    wave = Wave([m.runner.make_request() for _ in range(self.case.in_flight)])
-                    if letter == CANDIDATE:
-                        yield wave  # timed by pedantic; checked when its next setup resumes here
-                    else:
-                        m.timed(wave)
-                    m.settle()
-                self.current.turn_s += time.monotonic() - began
+            if self.layout == IN_TURN:  # a restart between builds: each build's block in a row
+                for letter in order:
+                    yield from self._waves([self.sides[letter]])
+            else:
+                yield from self._waves([self.sides[letter] for letter in order])
             self.stop_reason = self.stop_reason or self._done()
             if self.stop_reason:
                 return
+
+    def _waves(self, sides: list[_Side]) -> Iterator[Wave]:
+        """One wave of each of ``sides`` in turn, until each has closed ``block`` more windows.
+
+        Waves, not windows, take turns: a pair's two halves then see the same seconds of the
+        host, so its drift within a window (the GPU hosts' vCPUs change speed within seconds)
+        moves both builds alike and cancels in the pair's ratio.
+        """
+        targets = {side.letter: self._turn(side).closed + self.block for side in sides}
+        while not self._broken():
+            due = [s for s in sides if s.measurement is not None and s.measurement.closed < targets[s.letter]]
+            if not due:
+                return
+            for side in due:
+                self.current, m, began = side, self._turn(side), time.monotonic()
+                wave = Wave([m.runner.make_request() for _ in range(self.case.in_flight)])
+                if side.letter == CANDIDATE:
+                    yield wave  # timed by pedantic; checked when its next setup resumes here
+                else:
+                    m.timed(wave)
+                m.settle()
+                side.turn_s += time.monotonic() - began
+                if self._broken():
+                    return
 
     def _broken(self) -> bool:
         """A failed proof, or a build's maximum of proofs, ends the pair mid-window."""

@@ -48,7 +48,7 @@ def test_the_pair_record_round_trips_with_the_case_figures():
     back = Figures.from_dict(figures.to_dict())
     assert back == figures
     assert back.ab is not None and back.ab.describe() == "throughput -10.0% (95% CI -15.0% to -5.0%, p=0.01)"
-    assert back.ab.how() == "3 pairs, side by side, seed 7, order BC CB BC"
+    assert back.ab.how() == "3 pairs (ratios' SD 2.0%), side by side, seed 7, order BC CB BC"
 
 
 def test_the_first_pairs_spread_sets_the_interval_however_well_later_pairs_agree():

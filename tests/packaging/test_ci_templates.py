@@ -1,21 +1,21 @@
-"""The ``ci/`` templates' own commands, run here as the CI would: install from the built wheel, prove, gate.
+"""The ``ci/`` templates' commands, run as the CI would: build each commit, install the wheel, prove, gate.
 
-cuzk-ref stands in for the cuzk binary (it is spawned like one), with a short plan set through
-the options' environment variables. A planted regression (cuzk-ref's ``grow_memory_mib_per_s``
-fault: a memory peak, which a busy shared host cannot excuse the way it can a slower proof)
-must fail the gate on every run until the build is fixed: a failed run never becomes the baseline.
-The gate is set to the memory peak alone (``CUZK_GATE``): these runs share the host with the other
-tests, which would move throughput by a third; the throughput gate has tests of its own.
+The repository the templates are copied into is a git repository here whose "build" (``CUZK_BUILD``)
+makes a cuzk-daemon that is cuzk-ref (it is spawned like one) with the faults its commit holds, so a
+commit can plant a regression: ``grow_memory_mib_per_s``, a memory peak, which a busy shared host
+cannot excuse the way it can a slower proof. A short plan is set through the options' environment
+variables, and the throughput limit is wide: these runs share the host with the other tests, and
+the A/B gate's throughput has tests of its own.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
-import pytest
 from ruamel.yaml import YAML  # check-jsonschema's YAML reader (the dev extra)
 
 from pytest_cuzk.measure.figures import METRICS
@@ -27,9 +27,20 @@ SHORT_PLAN = {
     "PYTEST_CUZK_PROOFS": "3",
     "PYTEST_CUZK_CASE_BUDGET": "8",
     "PYTEST_CUZK_WINDOW": "1",
-    "CUZK_GATE": "rss_peak:10%",
+    "CUZK_THROUGHPUT_LIMIT": "60%",
 }
 LEAKS = json.dumps({"grow_memory_mib_per_s": 10})
+# The repository's build: a cuzk-daemon that runs cuzk-ref with this commit's faults.
+BUILD = """mkdir -p "$CARGO_TARGET_DIR/release"
+printf '#!/bin/sh\nCUZK_REF_FAULTS=%s exec "$REF_ENGINE" "$@"\n' "'$(cat faults.json)'" \
+  > "$CARGO_TARGET_DIR/release/cuzk-daemon"
+chmod +x "$CARGO_TARGET_DIR/release/cuzk-daemon"
+"""
+
+
+def _load(name: str) -> dict:
+    data: dict = YAML(typ="safe").load((CI / name).read_text())
+    return data
 
 
 def github_script(text: str) -> str:
@@ -43,35 +54,72 @@ def gitlab_script(text: str) -> str:
     return "\n".join(job["script"])
 
 
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
 class Pipeline:
-    """One template's script, run in a checkout of its own with the variables a user sets."""
+    """One template's script, run in a git checkout of its own with the variables a user sets.
+
+    The checkout has two commits: ``main`` and, on top of it, ``leaky``, whose build leaks memory.
+    """
 
     def __init__(self, script: str, root: Path, wheel: Path, env: dict[str, str]) -> None:
         self.script, self.root = script, root
-        (root / "checkout").mkdir()
+        self.checkout = root / "checkout"
+        self.checkout.mkdir()
         (root / "home").mkdir()
+        _git(self.checkout, "init", "-q", "-b", "main")
+        (self.checkout / "build.sh").write_text(BUILD)
+        (self.checkout / "faults.json").write_text("{}")
+        self.main = self._commit("cuzk")
+        (self.checkout / "faults.json").write_text(LEAKS)
+        self.leaky = self._commit("cuzk that leaks")
         mine = ("PYTEST_", "PYTHON", "XDG_", "VIRTUAL")  # this session's, not the CI's
         keep = {k: v for k, v in os.environ.items() if not k.startswith(mine)}
         keep["PATH"] = os.pathsep.join(p for p in keep["PATH"].split(os.pathsep) if ".venv" not in p)
         self.env = keep | SHORT_PLAN | env | {
             "HOME": str(root / "home"),
             "PYTEST_CUZK_SPEC": str(wheel),
-            "CUZK_BINARY": str(root / "checkout" / ".venv" / "bin" / "cuzk-ref"),
+            "CUZK_SOURCE_DIR": ".",
+            "CUZK_BUILD": "sh build.sh",
+            "CUZK_BUILT": "release/cuzk-daemon",
+            "REF_ENGINE": str(self.checkout / ".venv" / "bin" / "cuzk-ref"),
             "CUZK_PARAM_CACHE": str(root / "params"),
             "CUZK_KINDS": "test_prove and porep",
+            "CUZK_RSS_LIMIT": "10%",
+            "CUZK_UNRESOLVED": "warn",
+            "CI_DEFAULT_BRANCH": "main",
         }  # fmt: skip
 
-    def run(
-        self, *, against: str = "", save_as: str = "main", faults: str = "{}"
-    ) -> subprocess.CompletedProcess[str]:
-        env = self.env | {"CUZK_GATE_AGAINST": against, "CUZK_SAVE_AS": save_as, "CUZK_REF_FAULTS": faults}
+    def _commit(self, message: str) -> str:
+        _git(self.checkout, "add", "-A")
+        _git(
+            self.checkout,
+            "-c",
+            "user.name=ci",
+            "-c",
+            "user.email=ci@example.org",
+            "commit",
+            "-q",
+            "-m",
+            message,
+        )
+        return _git(self.checkout, "rev-parse", "HEAD")
+
+    def run(self, commit: str, base: str = "") -> subprocess.CompletedProcess[str]:
+        """The job for ``commit``: a push to main without ``base``, else a pull request onto ``base``."""
+        _git(self.checkout, "checkout", "-q", "--detach", commit)
+        env = self.env | {"CUZK_COMMIT": commit, "CUZK_BASE_COMMIT": base}
         return subprocess.run(
             ["bash", "-e", "-o", "pipefail", "-c", self.script],
-            cwd=self.root / "checkout", env=env, capture_output=True, text=True, timeout=900,
+            cwd=self.checkout, env=env, capture_output=True, text=True, timeout=900,
         )  # fmt: skip
 
-    def saved(self, store: Path) -> list[str]:
-        return sorted(p.name for p in store.glob("*/*.json"))
+
+def _saved(store: Path) -> list[str]:
+    return sorted(p.name for p in store.glob("*/*.json"))
 
 
 def _passed(run: subprocess.CompletedProcess[str]) -> str:
@@ -81,54 +129,61 @@ def _passed(run: subprocess.CompletedProcess[str]) -> str:
 
 def _failed_the_gate(run: subprocess.CompletedProcess[str]) -> str:
     assert run.returncode == 1, run.stdout[-4000:] + run.stderr[-2000:]
-    assert "rss_peak regressed" in run.stdout, run.stdout[-4000:]
-    assert "not saved as a baseline" in run.stdout or "--benchmark-save" not in run.stdout
+    assert re.search(r"rss_peak regressed .*; A/B over \d+ pairs", run.stdout), run.stdout[-4000:]
     return run.stdout
 
 
-def test_the_github_template_saves_main_and_fails_a_regression_on_every_run(built_wheel, tmp_path):
+def test_the_github_template_saves_main_and_fails_a_pull_request_against_main_s_build(built_wheel, tmp_path):
     cache = tmp_path / "tool-cache"
     pipeline = Pipeline(github_script((CI / "github-gpu.yml").read_text()), tmp_path, built_wheel,
                         {"RUNNER_TOOL_CACHE": str(cache)})  # fmt: skip
-    store = cache / "cuzk-benchmarks"
-    first = _passed(pipeline.run())  # a push to main, nothing saved yet
-    assert "no main baseline in" in first and "this run saves the first" in first
-    assert pipeline.saved(store) == ["0001_main.json"]
+    push = _passed(pipeline.run(pipeline.main))
+    assert f"cuzk-daemon of {pipeline.main} from the cache" not in push, "built, the first time"
+    assert "no results database: set the secret PYTEST_CUZK_RESULTS_DB" in push
+    assert _saved(cache / "cuzk-benchmarks") == ["0001_main.json"]
     assert (tmp_path / "checkout" / "results" / "report.html").is_file()
-    pull = _failed_the_gate(pipeline.run(against="main", save_as="42/merge", faults=LEAKS))
-    assert "compared with " in pull and "0001_main.json (build cuzk-ref" in pull
-    _failed_the_gate(pipeline.run(faults=LEAKS))  # merged anyway: main fails too, against the same baseline
-    assert pipeline.saved(store) == ["0001_main.json"]
-    _passed(pipeline.run())  # fixed: it passes, and becomes the baseline
-    assert pipeline.saved(store) == ["0001_main.json", "0002_main.json"]
+    pull = _failed_the_gate(pipeline.run(pipeline.leaky, base=pipeline.main))
+    assert f"cuzk-daemon of {pipeline.main} from the cache" in pull, "main's build is kept by its commit"
+    assert f"cuzk-daemon of {pipeline.leaky} from the cache" not in pull
+    assert re.search(r"^A/B \S+: candidate against baseline, ", pull, re.M), pull[-3000:]
+    assert _saved(cache / "cuzk-benchmarks") == ["0001_main.json"], "a pull request saves nothing"
+    assert sorted(p.name for p in (cache / "cuzk-builds").iterdir()) == sorted(
+        [pipeline.main, pipeline.leaky, "target"]
+    ), "each build under its commit, no worktree left behind"
 
 
-def test_the_gitlab_template_saves_the_default_branch_and_gates_a_merge_request(built_wheel, tmp_path):
+def test_the_gitlab_template_fails_a_merge_request_against_its_target_s_build(built_wheel, tmp_path):
     store = tmp_path / "store"
     pipeline = Pipeline(gitlab_script((CI / "gitlab-gpu.yml").read_text()), tmp_path, built_wheel,
                         {"CUZK_STORE": str(store)})  # fmt: skip
-    _passed(pipeline.run())
-    assert pipeline.saved(store / "benchmarks") == ["0001_main.json"]
-    _failed_the_gate(pipeline.run(against="main", save_as="", faults=LEAKS))
-    assert pipeline.saved(store / "benchmarks") == ["0001_main.json"]
+    _failed_the_gate(pipeline.run(pipeline.leaky, base=pipeline.main))
+    assert (store / "builds" / pipeline.main / "cuzk-daemon").is_file()
+    assert _saved(store / "benchmarks") == []
 
 
-def test_both_templates_gate_throughput_and_memory_unless_told_otherwise():
-    github = YAML(typ="safe").load((CI / "github-gpu.yml").read_text())
-    (job,) = github["jobs"].values()
-    gitlab = YAML(typ="safe").load((CI / "gitlab-gpu.yml").read_text())
-    (default,) = (v["variables"]["CUZK_GATE"] for v in gitlab.values())
-    assert default == "throughput:5%,rss_peak:10%"
-    assert job["env"]["CUZK_GATE"] == "${{ vars.CUZK_GATE || '" + default + "' }}"
-    assert parse_thresholds(default, METRICS, "CUZK_GATE") == {"throughput": 5.0, "rss_peak": 10.0}
+def test_both_templates_take_every_limit_from_a_variable_with_the_same_defaults():
+    (github,) = _load("github-gpu.yml")["jobs"].values()
+    (gitlab,) = _load("gitlab-gpu.yml").values()
+    defaults = {"CUZK_THROUGHPUT_LIMIT": "5%", "CUZK_RSS_LIMIT": "10%", "CUZK_UNRESOLVED": "warn"}
+    for name, default in defaults.items():
+        assert github["env"][name] == "${{ vars." + name + " || '" + default + "' }}"
+        assert gitlab["variables"][name] == default
+    gate = '--cuzk-compare-fail="throughput:$CUZK_THROUGHPUT_LIMIT,rss_peak:$CUZK_RSS_LIMIT"'
+    for script in (github_script((CI / "github-gpu.yml").read_text()), "\n".join(gitlab["script"])):
+        assert gate in script and '--cuzk-compare-unresolved="$CUZK_UNRESOLVED"' in script
+    assert parse_thresholds("throughput:5%,rss_peak:10%", METRICS, "gate") == {
+        "throughput": 5.0,
+        "rss_peak": 10.0,
+    }
 
 
-def test_a_merge_request_with_no_baseline_of_its_target_stops_with_the_fix(built_wheel, tmp_path):
-    pipeline = Pipeline(gitlab_script((CI / "gitlab-gpu.yml").read_text()), tmp_path, built_wheel,
-                        {"CUZK_STORE": str(tmp_path / "store")})  # fmt: skip
-    run = pipeline.run(against="main", save_as="")
-    assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout[-3000:] + run.stderr[-2000:]
-    assert "--benchmark-compare=*_main names no saved run in " in run.stderr
+def test_neither_template_runs_a_pull_request_from_a_fork_on_the_gpu_runner():
+    (github,) = _load("github-gpu.yml")["jobs"].values()
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in github["if"]
+    (gitlab,) = _load("gitlab-gpu.yml").values()
+    requests = [r["if"] for r in gitlab["rules"] if "merge_request_event" in r["if"]]
+    same_project = "$CI_MERGE_REQUEST_SOURCE_PROJECT_ID == $CI_PROJECT_ID"
+    assert requests == [f'$CI_PIPELINE_SOURCE == "merge_request_event" && {same_project}']
 
 
 def test_the_install_step_says_which_variable_to_set(tmp_path):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import groupby
 
 from support import PROVE_SOURCE
 
-from pytest_cuzk.backends.fake import FakeBehaviour
+from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
 
 AB = (
     "-k", "winning", "--cuzk-batch-sizes=1", "--cuzk-ab=ref", "--cuzk-ab-seed=7",
@@ -52,7 +53,7 @@ def test_identical_builds_pass_and_the_summary_shows_both_builds_and_the_pair(fa
     line = re.search(
         r"^A/B test_prove\[winning-batch1-j1\]: candidate against baseline, throughput .*$", text, re.M
     )
-    assert line and "pairs, side by side, seed 7, order " in line[0], text
+    assert line and re.search(r" pairs \(ratios' SD \d+\.\d%\), side by side, seed 7, order ", line[0]), text
     result.stdout.fnmatch_lines(
         ["cuzk: A/B: each case also runs on the baseline *", "  baseline fake*/h, RSS peak *"]
     )
@@ -77,9 +78,30 @@ def test_in_turn_each_daemon_is_restarted_for_its_block_and_the_summary_says_so(
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["A/B *: * pairs, in turn (one daemon up at a time, restarted for each block of 3 windows)*"]
+        ["A/B *: * pairs (ratios' SD *), in turn (one daemon up at a time, restarted for each block of 3*"]
     )
     assert len(candidate.starts) >= 2 and len(baseline.starts) >= 2, (candidate.starts, baseline.starts)
+
+
+def test_side_by_side_the_builds_take_turns_wave_by_wave_not_window_by_window(fake_run, monkeypatch):
+    """A window holds some ten waves of each build here, yet neither build proves more than a few in a row."""
+    proved: list[str] = []
+    proof_done = FakeDaemon.proof_done
+
+    def record(self: FakeDaemon) -> None:
+        proved.append(self.label)
+        proof_done(self)
+
+    monkeypatch.setattr(FakeDaemon, "proof_done", record)
+    window = ("--cuzk-window=0.1", "--cuzk-proofs=40")  # the later option wins over AB's
+    result, _ = fake_run(
+        {"test_prove": PROVE_SOURCE}, *AB, *window, behaviour=_steady(0.01), ab=_steady(0.01)
+    )
+    result.assert_outcomes(passed=1)
+    runs = [len(list(run)) for _, run in groupby(proved)]
+    assert proved.count("baseline") >= 40 and proved.count("local") >= 40, proved
+    # a pair's last wave and the next pair's first are one build's (BC CB), a window's tail may add one
+    assert max(runs) <= 4, runs
 
 
 def test_the_same_seed_gives_the_same_order_and_the_order_is_in_abba_couples():
@@ -139,7 +161,9 @@ def test_the_html_report_shows_both_builds_and_the_paired_change(fake_run, tmp_p
     assert "Daemon baseline" in text
     pair = next(line for line in text if line.startswith("A/B, candidate against baseline ("))
     assert re.search(
-        r"\): throughput [+-]\d+\.\d% \(95% CI .*\); \d+ pairs, side by side, seed 7, order ", pair
+        r"\): throughput [+-]\d+\.\d% \(95% CI .*\); \d+ pairs \(ratios' SD [\d.]+%\), side by side, "
+        r"seed 7, order ",
+        pair,
     ), pair
 
 
