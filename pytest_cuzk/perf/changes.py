@@ -8,6 +8,11 @@ shows, so the build that moved a figure is named once, with the runs on each sid
 A series is one test case on one machine, one figure, its runs in the order they started
 (``series``). Changes are found on the figures' logarithms (``edivisive``): a change is a ratio,
 and a figure's spread grows with it.
+
+``--fail-worse`` makes it the history check of a branch's runs in CI: a series whose newest
+change (the one its latest run is after) is worse than the figure's limit fails, as the compare
+gate fails, when the change's 95% interval lies wholly beyond the limit. Only the newest: an
+older slow-down already followed by a recovery is history, not the branch's state.
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from pytest_cuzk.results.database import ResultsDB
 
 from ..wire.units import plural
 from .edivisive import Split, change_points
+from .errors import PerfError
 from .otava import write_series
 from .queries import NO_DATA, group
 from .series import Point, Series, series
 
-__all__ = ["Change", "cmd_changes", "find"]
+__all__ = ["Change", "check", "cmd_changes", "find"]
 
 
 @dataclass(frozen=True)
@@ -97,8 +103,30 @@ def _report(found: list[tuple[Series, list[Change]]]) -> None:
             print(f"  no change found in {plural(n, 'run')}: {names}" if n else f"  not recorded: {names}")
 
 
+def check(found: list[tuple[Series, list[Change]]], limits: dict[str, float]) -> tuple[list[str], list[str]]:
+    """Each series' newest change against its figure's limit: (regressions, beyond it but undecided)."""
+    failures, undecided = [], []
+    for one, changes in found:
+        if (limit := limits.get(one.metric.name)) is None or not changes:
+            continue
+        newest = changes[-1]
+        if newest.worse_pct <= limit:
+            continue
+        since = f"{newest.after.build} (its first run {newest.after.started_at:%Y-%m-%d %H:%M} UTC"
+        line = (
+            f"{one.where}: {newest.words()} since {since}; before it {newest.before.build}), limit {limit:g}%"
+        )
+        if newest.ci_pct[0] > limit:
+            failures.append(f"REGRESSION {line}")
+        else:
+            undecided.append(f"beyond the limit, its interval reaching within it: not failed: {line}")
+    return failures, undecided
+
+
 def cmd_changes(db: ResultsDB, args: argparse.Namespace) -> int:
-    """The builds after which a host's runs moved: change points per test case, host and figure."""
+    """The builds after which a host's runs moved, per case, host and figure; exit 1 on --fail-worse."""
+    if left := [name for name in args.fail_worse if name not in args.figures]:
+        raise PerfError(f"--fail-worse {left[0]}: a figure --figures leaves out; add it to --figures")
     selected = series(db.rows(kind=args.kind, host=args.host), args.figures)
     if args.csv:
         write_series(args.csv, selected)
@@ -107,4 +135,11 @@ def cmd_changes(db: ResultsDB, args: argparse.Namespace) -> int:
         print(NO_DATA)
         return 0
     _report(found)
-    return 0
+    if not args.fail_worse:
+        return 0
+    failures, undecided = check(found, args.fail_worse)
+    for line in undecided + failures:
+        print(line)
+    if not failures:
+        print("no newest change worse than its limit (--fail-worse)")
+    return 1 if failures else 0

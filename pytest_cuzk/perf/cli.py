@@ -6,9 +6,9 @@ pytest-benchmark can gate timings but not throughput or memory across builds aft
 Every subcommand takes ``--db URL`` (default: ``$PYTEST_CUZK_RESULTS_DB``, else the SQLite file in
 the user's data dir, see ``pytest_cuzk.results``); all but ``example`` only read it, so a SQLite
 file that does not exist is a usage error, not a new empty database. Exit codes: 0 done (also "no data"), 1 a
-regression (``compare``), nothing fits the RAM (``recommend``), ``--gpu`` names no offer's
-GPU (``offers``) or no run to write (``changes --csv``), 2 a usage error: each a ``PerfError``,
-its message printed by ``main``.
+regression (``compare``) or a newest change worse than ``--fail-worse`` (``changes``), nothing
+fits the RAM (``recommend``), ``--gpu`` names no offer's GPU (``offers``) or no run to write
+(``changes --csv``), 2 a usage error: each a ``PerfError``, its message printed by ``main``.
 """
 
 from __future__ import annotations
@@ -59,12 +59,19 @@ def parse_percent(text: str) -> float:
     return value / 100
 
 
-def parse_fail(text: str) -> dict[str, float]:
+def _limits(option: str) -> Callable[[str], dict[str, float]]:
     """Percentages by metric from ``throughput:5%,rss_peak:10%`` (--cuzk-compare-fail's syntax)."""
-    try:
-        return units.parse_thresholds(text, METRICS, "--fail")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+
+    def parse(text: str) -> dict[str, float]:
+        try:
+            return units.parse_thresholds(text, METRICS, option)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+parse_fail = _limits("--fail")
 
 
 def _size(option: str) -> Callable[[str], int]:
@@ -87,8 +94,8 @@ def _dollars(text: str) -> float:
 
 
 EPILOG = (
-    "exit codes: 0 done (also 'no data'), 1 regression / nothing fits the RAM / --gpu names no offer / "
-    "--csv has no run to write, 2 usage error"
+    "exit codes: 0 done (also 'no data'), 1 regression / a newest change worse than --fail-worse / "
+    "nothing fits the RAM / --gpu names no offer / --csv has no run to write, 2 usage error"
 )
 MARGIN_HELP = "RAM left free above the measured peaks. Default: 15%%"
 OFFERS_HELP = (
@@ -107,14 +114,22 @@ FAIL_HELP = f"regression limits, e.g. throughput:5%%,rss_peak:10%% (metrics: {',
 HOST_HELP = "a host fingerprint (or its start) or a run label"
 FIGURES_HELP = f"the figures to search, comma-separated. Default: all of {','.join(METRICS)}"
 MAX_P_HELP = (
-    f"Student's t-test p-value a change must be below. Default: {MAX_P:g}, Apache Otava's: of 30-run "
-    "series without a change, 1 to 2%% show one where runs vary independently, more where a host drifts"
+    f"p-value a change must be below in Student's t-test, its runs counted as the fewer independent "
+    f"ones that runs drifting together are worth. Default: {MAX_P:g}, Apache Otava's: of 30-run series "
+    "without a change, under 1%% show one where runs vary independently, 2 to 3%% where a host drifts"
 )
 MIN_RUNS_HELP = f"runs each side of a change at the least. Default: {MIN_RUNS}"
+FAIL_WORSE_HELP = (
+    "the history check for a branch's runs: exit 1 when a series' newest change (the one its latest "
+    "run is after) is worse than the figure's limit, its 95%% interval wholly beyond it, naming the "
+    "build after which it moved; e.g. throughput:5%%,p50:10%%. A change beyond the limit whose "
+    "interval reaches within it is reported, not failed. Only figures --figures searches"
+)
 CSV_HELP = (
     "also write the series in Apache Otava's CSV (a `csv` test reads it as is): columns time (run start, "
     "ISO 8601 UTC), one per figure in its stored unit, then build, run_id, host, fingerprint; one file "
-    "per test case and host: FILE itself for one, else FILE-KIND-batchB-jJ-HOST.csv beside it"
+    "per test case and host: FILE itself for one, else FILE-KIND-batchB-jJ-HOST.csv beside it. Otava's "
+    "t-test takes runs as independent: where a host drifts it may mark changes this does not"
 )
 DB_HELP = (
     "sqlite:///PATH, a file path or postgresql://... Default: $PYTEST_CUZK_RESULTS_DB, else the user data dir"
@@ -181,6 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-p", type=_p_value, default=MAX_P, metavar="P", help=MAX_P_HELP)
     p.add_argument("--min-runs", type=_runs, default=MIN_RUNS, metavar="N", help=MIN_RUNS_HELP)
     p.add_argument("--csv", metavar="FILE", help=CSV_HELP)
+    p.add_argument(
+        "--fail-worse",
+        type=_limits("--fail-worse"),
+        default={},
+        metavar="METRIC:PCT,...",
+        help=FAIL_WORSE_HELP,
+    )
     p = add(cmd_export)
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("-o", "--output", metavar="FILE", help="Default: standard output")

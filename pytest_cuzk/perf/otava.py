@@ -16,8 +16,10 @@ reads every row of a metric's column as a number). An Otava test reads it with::
         metrics: {throughput: {direction: 1}, p50: {direction: -1}}
         attributes: [build, run_id]
 
-and ``otava analyze --config-file otava.yaml porep`` marks the same changes (it reads the last
-year's rows unless given ``--since``).
+and ``otava analyze --config-file otava.yaml porep`` searches the same series (it reads the last
+year's rows unless given ``--since``). It marks the same changes where runs vary independently,
+and may mark more where they drift together: its t-test takes the runs as independent, the one
+here counts them as the fewer they are worth (``edivisive``).
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@ Each trial is one host's series of 30 runs' throughput with the run-to-run sprea
 (CV 0.5%: a quiet dedicated GPU host; 2%: a busy one; 4%: a shared or rented one), searched at
 the defaults (p < 0.001, at least 3 runs each side): once with a build 10% slower from a run
 drawn between the 5th and the 26th, once without. Trials are seeded: the same figures come back.
-The last row draws the runs from a drifting host instead (each run's deviation half its
-predecessor's, AR(1) with φ = 0.5, at the same 2% spread): runs that lean on each other make
-false changes likelier, which is what one host's hour-long drift does. Targets, for independent
-runs at CV 0.5% and 2%: the step found at the right build in at least 90% of trials, a change
-found in at most 5% of step-free series. Run:
+The last two rows draw the runs from a drifting host instead (each run's deviation half its
+predecessor's plus new noise, AR(1) with φ = 0.5, at 2% and 4% spread): runs that lean on each
+other make false changes likelier, which is what one host's hour-long drift does, and which the
+t-test's effective sample size (``edivisive._test``) answers. Targets, at CV 0.5% and 2%: a
+change found in at most 5% of step-free series, independent runs or drifting; the step found at
+the right build in at least 90% of trials on independent runs, in most (50%) on drifting ones,
+whose runs are worth fewer. Run:
 ``python -m pytest tests/benchmarks/test_changes_bench.py --figures -s``
 (``CUZK_CHANGES_BENCH_TRIALS`` sets the trials per row, default 500).
 """
@@ -31,6 +33,7 @@ RUNS = 30
 STEP = 0.9  # the planted build's throughput, relative
 T0 = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
 FOUND_TARGET, FALSE_TARGET = 0.90, 0.05
+DRIFT_FOUND_TARGET = 0.5  # drifting runs are worth fewer: the step found in most series, not nearly all
 
 
 def _series(values: np.ndarray) -> Series:
@@ -52,8 +55,8 @@ def _noise(rng: np.random.Generator, cv: float, phi: float) -> np.ndarray:
 
 @pytest.mark.parametrize(
     ("cv", "phi"),
-    [(0.005, 0.0), (0.02, 0.0), (0.04, 0.0), (0.02, 0.5)],
-    ids=["cv0.5", "cv2", "cv4", "cv2-drift"],
+    [(0.005, 0.0), (0.02, 0.0), (0.04, 0.0), (0.02, 0.5), (0.04, 0.5)],
+    ids=["cv0.5", "cv2", "cv4", "cv2-drift", "cv4-drift"],
 )
 def test_a_planted_10pct_step_is_found_and_no_step_is_not_invented(cv: float, phi: float) -> None:
     rng = np.random.default_rng(int(cv * 1000) * 10 + int(phi * 10))
@@ -74,6 +77,6 @@ def test_a_planted_10pct_step_is_found_and_no_step_is_not_invented(cv: float, ph
         f"(within one run {near / TRIALS:.1%}; another change reported too {wrong_too / TRIALS:.1%}); "
         f"a change found in {false / TRIALS:.1%} of step-free series"
     )
-    if phi == 0 and cv <= 0.02:
-        assert exact / TRIALS >= FOUND_TARGET
+    if cv <= 0.02:
+        assert exact / TRIALS >= (FOUND_TARGET if phi == 0 else DRIFT_FOUND_TARGET)
         assert false / TRIALS <= FALSE_TARGET

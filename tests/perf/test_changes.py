@@ -46,16 +46,25 @@ def record(db: ResultsDB, host: HostRecord, label: str, i: int, per_hour: float,
     db.finish_run(run.run_id)
 
 
-@pytest.fixture
-def history(db_url: str) -> str:
+def write_history(url: str) -> str:
     """30 runs on the 4090 (2% spread) with a 10% drop at run 15; 30 on an A40 (1%) with none."""
     rng = np.random.default_rng(46)
-    with ResultsDB(db_url) as db:
+    with ResultsDB(url) as db:
         for i in range(RUNS):
             slow = 0.9 if i >= 15 else 1.0
             record(db, RTX, "4090", i, 40.0 * slow * (1 + 0.02 * rng.standard_normal()), build(i))
             record(db, A40, "a40", i, 35.0 * (1 + 0.01 * rng.standard_normal()), f"sha256:{i // 5:04d}")
-    return db_url
+    return url
+
+
+@pytest.fixture
+def history(db_url: str) -> str:
+    return write_history(db_url)
+
+
+@pytest.fixture
+def sqlite_history(tmp_path: Path) -> str:
+    return write_history(f"sqlite:///{tmp_path / 'results.db'}")
 
 
 def perf(capsys: pytest.CaptureFixture[str], url: str, *argv: str) -> tuple[int, str, str]:
@@ -144,3 +153,66 @@ def test_an_empty_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert not (tmp_path / "x.csv").exists()
     code, _, err = perf(capsys, f"sqlite:///{tmp_path / 'missing.db'}", "changes")
     assert code == 2 and "does not exist" in err
+
+
+CHANGE = re.compile(r"throughput (\d+\.\d)% worse \(95% CI (\d+\.\d)% worse to (\d+\.\d)% worse")
+
+
+def test_fail_worse_names_the_build_whose_newest_change_is_beyond_the_limit(
+    sqlite_history: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = perf(capsys, sqlite_history, "changes", "--fail-worse", "throughput:5%,p50:5%")
+    assert (code, err) == (1, "")
+    where = f"porep batch1-j1 on 4090 (fingerprint {RTX.fingerprint[:12]})"
+    since = "since sha256:slow0003 (its first run 2025-03-01 15:00 UTC; before it sha256:0002), limit 5%"
+    regressions = [line for line in out.splitlines() if line.startswith("REGRESSION")]
+    assert len(regressions) == 2, out  # throughput and p50, the same runs' two figures
+    assert regressions[0].startswith(f"REGRESSION {where}: throughput ")
+    assert regressions[1].startswith(f"REGRESSION {where}: p50 ")
+    assert all(line.endswith(since) for line in regressions)
+    assert "on a40" not in "".join(regressions)
+    assert "no newest change worse" not in out
+
+    change = CHANGE.search(regressions[0])
+    assert change, out
+    worse, low = float(change[1]), float(change[2])
+    # beyond the limit, but its interval reaches within it: reported, not failed
+    code, out, _ = perf(
+        capsys, sqlite_history, "changes", "--fail-worse", f"throughput:{(low + worse) / 2:.2f}%"
+    )
+    assert code == 0
+    assert f"beyond the limit, its interval reaching within it: not failed: {where}: throughput" in out
+    assert out.endswith("no newest change worse than its limit (--fail-worse)\n")
+    code, out, _ = perf(capsys, sqlite_history, "changes", "--fail-worse", f"throughput:{worse + 1:.0f}%")
+    assert code == 0
+    assert "REGRESSION" not in out and "not failed" not in out
+    code, out, _ = perf(capsys, sqlite_history, "changes", "--fail-worse", "rss_peak:1%")
+    assert code == 0, out  # a figure without a change
+
+
+def test_fail_worse_passes_once_a_slowdown_is_recovered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    rng = np.random.default_rng(7)
+    with ResultsDB(url) as db:
+        for i in range(RUNS):
+            slow = 0.85 if 10 <= i < 20 else 1.0
+            record(db, RTX, "4090", i, 40.0 * slow * (1 + 0.01 * rng.standard_normal()), f"sha256:{i:04d}")
+    code, out, _ = perf(capsys, url, "changes", "--figures", "throughput", "--fail-worse", "throughput:5%")
+    assert code == 0
+    changes = re.findall(r"^  throughput \d+\.\d% (\w+) .*\n.*\n    after  (\S+) ", out, re.M)
+    assert changes == [("worse", "sha256:0010"), ("better", "sha256:0020")], out
+    assert out.endswith("no newest change worse than its limit (--fail-worse)\n")
+
+
+def test_fail_worse_bad_input(sqlite_history: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = perf(capsys, sqlite_history, "changes", "--fail-worse", "speed:5%")
+    assert code == 2 and "Invalid threshold 'speed:5%' from --fail-worse" in err
+    code, _, err = perf(capsys, sqlite_history, "changes", "--fail-worse", "throughput:5")
+    assert code == 2 and "give the limit in percent (throughput:5%)" in err
+    code, out, err = perf(
+        capsys, sqlite_history, "changes", "--figures", "throughput", "--fail-worse", "p50:5%"
+    )
+    assert (code, out) == (2, "")
+    assert err == "cuzk-perf changes: --fail-worse p50: a figure --figures leaves out; add it to --figures\n"

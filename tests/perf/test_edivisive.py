@@ -7,8 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
-from pytest_cuzk.perf.edivisive import _candidate, change_points
+from pytest_cuzk.perf import edivisive
+from pytest_cuzk.perf.edivisive import MAX_RHO, _candidate, _lag1, _test, change_points
 
 
 def noisy(n: int, cv: float, seed: int, steps: dict[int, float] | None = None) -> np.ndarray:
@@ -18,6 +20,19 @@ def noisy(n: int, cv: float, seed: int, steps: dict[int, float] | None = None) -
     for at, factor in (steps or {}).items():
         level[at:] *= factor
     return np.log(1000 * level * (1 + cv * rng.standard_normal(n)))
+
+
+def drifting(n: int, cv: float, phi: float, seed: int, steps: dict[int, float] | None = None) -> np.ndarray:
+    """As ``noisy``, but each run's deviation is ``phi`` of its predecessor's plus new noise (AR(1))."""
+    rng = np.random.default_rng(seed)
+    deviation = np.empty(n)
+    deviation[0] = cv * rng.standard_normal()
+    for i in range(1, n):
+        deviation[i] = phi * deviation[i - 1] + cv * np.sqrt(1 - phi**2) * rng.standard_normal()
+    level = np.ones(n)
+    for at, factor in (steps or {}).items():
+        level[at:] *= factor
+    return np.log(1000 * level * (1 + deviation))
 
 
 @pytest.mark.parametrize("cv", [0.01, 0.02, 0.03])
@@ -81,5 +96,46 @@ def test_the_candidate_maximises_q_as_defined(min_runs: int) -> None:
         for tau in range(min_runs, 17 - min_runs)
         for kappa in range(tau + min_runs, 17)
     )
-    tau, q = _candidate(z, 0, 16, min_runs) or (None, None)
-    assert (tau, q) == (best[1], pytest.approx(best[0]))
+    found = _candidate(z, 0, 16, min_runs)
+    assert found is not None
+    assert found[0] == best[1] and found[1] == pytest.approx(best[0])
+
+
+def test_without_drift_the_test_is_students() -> None:
+    x = noisy(30, 0.02, 21, {12: 0.9})
+    split = _test(x, 0, 12, 30, 0.0)
+    student = sps.ttest_ind(x[12:], x[:12], equal_var=True)
+    ci = student.confidence_interval(0.95)
+    assert split.p == pytest.approx(student.pvalue)
+    assert split.interval == pytest.approx((ci.low, ci.high))
+    assert split.shift == pytest.approx(x[12:].mean() - x[:12].mean())
+
+
+def test_drift_counts_the_runs_as_fewer() -> None:
+    x = noisy(30, 0.02, 21, {12: 0.95})
+    independent, drifting_ = _test(x, 0, 12, 30, 0.0), _test(x, 0, 12, 30, 0.5)
+    assert drifting_.shift == independent.shift
+    assert drifting_.p > 10 * independent.p
+    width = [s.interval[1] - s.interval[0] for s in (independent, drifting_)]
+    assert width[1] > math.sqrt(3) * width[0]  # the means' variance three times, fewer degrees of freedom
+
+
+def test_lag1_is_the_drift_about_each_segments_mean() -> None:
+    x = drifting(3000, 0.02, 0.5, 4, {1500: 0.9})
+    assert 0.5 < _lag1(x, [0, 1500, 3000]) < 0.56  # the estimate plus its standard error, about 0.016
+    assert _lag1(x, [0, 3000]) == MAX_RHO  # the step left in reads as drift, as far as the bound allows
+    assert 0 < _lag1(noisy(3000, 0.02, 4), [0, 3000]) < 0.05
+    assert _lag1(np.full(10, 3.0), [0, 10]) == 0.0
+
+
+def test_runs_drifting_together_are_not_taken_for_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    series = [drifting(30, 0.02, 0.5, 200 + seed) for seed in range(60)]
+    found = sum(bool(change_points(x)) for x in series)
+    monkeypatch.setattr(edivisive, "_lag1", lambda x, bounds: 0.0)  # Otava's test: runs independent
+    independent = sum(bool(change_points(x)) for x in series)
+    assert found <= 3 < 8 <= independent
+
+
+def test_a_planted_15pct_step_among_drifting_runs_is_found_at_its_run() -> None:
+    found = [change_points(drifting(30, 0.02, 0.5, 300 + seed, {15: 0.85})) for seed in range(20)]
+    assert sum([s.index for s in f] == [15] for f in found) >= 17  # drifting runs are worth fewer: not all
