@@ -73,11 +73,11 @@ class Baseline:
         runs = compat.compared_runs(self.config)
         return self.file or (runs[-1] if runs else None)
 
-    def runs_beside(self) -> list[dict[str, Any]]:
-        """Every saved run beside the compared one (for the spread of its build on this host)."""
+    def runs_beside(self) -> list[SavedRun]:
+        """Every saved run beside the compared one: the baseline build's runs, and the host's spread."""
         if self.file is not None:
             return list(saved_runs_beside(Path(self.file.path)))
-        return [run.data for run in compat.saved_runs(self.config)]
+        return compat.saved_runs(self.config)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
