@@ -99,6 +99,32 @@ def test_an_interrupted_run_is_not_saved(fake_run, tmp_path):
     result.stdout.fnmatch_lines(["*not saved as a baseline ('main')*"])
 
 
+def test_a_baseline_too_imprecise_for_its_gate_warns_and_with_unresolved_fail_is_not_saved(
+    fake_run, tmp_path, monkeypatch
+):
+    storage = tmp_path / "benchmarks"
+    args = (*WINNING, f"--benchmark-storage=file://{storage}", "--cuzk-window=0.001", "--benchmark-save=main")
+    args += ("--cuzk-proofs=2", "--cuzk-max-proofs=2")  # two windows: no interval to gate with
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*CuzkWarning: test_prove[[]winning-batch1-j1[]]: saved as a baseline with no 95% interval, "
+            "short of the ±1.7% a 5% throughput gate needs; measure longer (--cuzk-case-budget)*"
+        ]
+    )
+    assert len(list(storage.glob("*/*.json"))) == 1, "saved, with the warning"
+    monkeypatch.setenv("PYTEST_CUZK_COMPARE_UNRESOLVED", "fail")  # a CI job's policy for its runs
+    result, _ = fake_run({}, *args)
+    result.stdout.fnmatch_lines(
+        [
+            "test_prove[[]winning-batch1-j1[]] too imprecise for the gate it would serve: this run is not "
+            "saved as a baseline ('main') (--cuzk-compare-unresolved=fail)"
+        ]
+    )
+    assert len(list(storage.glob("*/*.json"))) == 1, "the imprecise run kept out of storage"
+
+
 def test_a_relative_gate_with_nothing_to_compare_with_is_a_usage_error(fake_run, tmp_path):
     gate = "--cuzk-compare-fail=throughput:5%"
     result, _ = fake_run({"test_prove": PROVE_SOURCE}, *_gate_args(tmp_path), gate)
@@ -165,7 +191,9 @@ def test_a_baseline_saved_three_times_fails_a_build_twice_as_slow_and_never_an_i
     fake_run, tmp_path
 ):
     args = _gate_args(tmp_path)
-    steady = {"winning": FakeBehaviour(delay_s=0.05)}
+    # The sleep sets the pace, 100 ms a proof: the ms a loaded 2-core host adds stay a small share, so
+    # the three runs' spread leaves a build twice as slow far beyond it.
+    steady = {"winning": FakeBehaviour(delay_s=0.1)}
     for i in range(3):  # the baseline build, saved three times: its spread on this host
         fake_run({"test_prove": PROVE_SOURCE}, *args, f"--benchmark-save=main{i}", behaviour=steady)[
             0
@@ -181,9 +209,10 @@ def test_a_baseline_saved_three_times_fails_a_build_twice_as_slow_and_never_an_i
         ]
     )
     assert "regressed" not in same.stdout.str()
-    slow = {"winning": FakeBehaviour(delay_s=0.1)}
+    slow = {"winning": FakeBehaviour(delay_s=0.2)}
     slowed, _ = fake_run({}, *args, *gate, behaviour=slow)
-    slowed.assert_outcomes(failed=1)
+    said = [line for line in slowed.stdout.lines if "throughput" in line]
+    assert slowed.parseoutcomes().get("failed") == 1, said
     slowed.stdout.fnmatch_lines(
         [
             "*[[]winning-batch1-j1[]]: throughput regressed *% (95% CI *% to *% worse, "

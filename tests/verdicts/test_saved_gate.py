@@ -13,8 +13,10 @@ from support import QUIET_MEMORY
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.core.compat import SavedRun
 from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, Figures, Samples
 from pytest_cuzk.measure.memory import MemoryReport
+from pytest_cuzk.verdicts.baseline import imprecision
 from pytest_cuzk.verdicts.comparison import against_saved, in_words
 from pytest_cuzk.verdicts.gates import check_gates
 from pytest_cuzk.verdicts.runspread import PRIOR_CV, SavedRuns, saved_runs
@@ -243,3 +245,17 @@ def test_a_stage_figure_is_gated_like_throughput():
     gpu = METRICS["gpu"]
     assert against_saved(gpu, saved, staged(1000.0, 30), 5.0).verdict == "regressed"
     assert against_saved(gpu, saved, staged(500.0, 31), 5.0).verdict in ("ok", "undecided")
+
+
+def test_a_baseline_short_of_its_gates_precision_names_the_smallest_limit_it_can_gate():
+    precise, wide = _figures(25.0, jitter=0.01), _figures(25.0, jitter=0.15)
+    assert imprecision(precise, (("throughput", 5 / 3),)) == []
+    (note,) = imprecision(wide, (("throughput", 5 / 3),))
+    half = stats.half_width_pct(wide.samples.series("window_s_per_proof"), stats.Rate())
+    assert half is not None
+    assert note == (
+        f"saved as a baseline with throughput ±{half:.1f}% (95%), short of the ±1.7% a 5% throughput gate "
+        f"needs: it can gate a limit of {math.ceil(half * 3)}% or more; measure longer (--cuzk-case-budget) "
+        "or on a quieter host"
+    )
+    assert imprecision(wide, (("throughput", 10.0),)) == [], "a 30% gate asks ±10%"
