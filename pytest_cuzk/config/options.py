@@ -159,14 +159,14 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "compare-fail",
         "Fail a test that regressed against the compared pytest-benchmark run: METRIC:N%[,...] with "
-        "METRIC in throughput, rss_peak, vram_peak, p50, p90, p99; a change fails when it is beyond N% "
-        "and significant",
+        "METRIC in throughput, rss_peak, vram_peak, p50, p90, p99, gpu, synthesis, queue_wait; a change "
+        "fails when its whole interval, widened to the host's run-to-run spread, is beyond N%",
     ),
     Option(
         "compare-unresolved",
-        "What --cuzk-compare-fail does with a change it cannot decide (beyond the limit but not "
-        "significant, within it but with an interval reaching beyond it, from a run too noisy for the "
-        "limit, a figure missing): warn, or fail (a CI gate that lets nothing unmeasured pass)",
+        "What --cuzk-compare-fail does with a change it cannot decide (its interval straddling the "
+        "limit, confounded by other processes' load, a figure missing) and with a baseline saved too "
+        "imprecise for its gate: warn, or fail (a CI gate that lets nothing unmeasured pass)",
         "warn",
     ),
     Option(

@@ -97,7 +97,12 @@ def _compare(
     notes: list[str] = []
     for change in saved_changes(figures, limits, saved):
         metric = change.metric
-        if change.verdict == "not comparable":
+        if change.verdict == "not comparable" and change.before == 0:
+            notes.append(
+                f"--cuzk-compare-fail {metric.name} not checked: the baseline's is 0, so no change is "
+                "relative to it"
+            )
+        elif change.verdict == "not comparable":
             why = figures.why_na(metric.attr) or saved.compared.why_na(metric.attr)
             notes.append(
                 f"--cuzk-compare-fail {metric.name} not checked: no {metric.attr} in the baseline or now"

@@ -6,6 +6,7 @@ import pytest
 from support import QUIET_MEMORY
 
 from pytest_cuzk.config.settings import resolve_settings
+from pytest_cuzk.config.values import COMPARE_METRICS
 from pytest_cuzk.measure.figures import METRICS, Figures, regression
 from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.measure.paired import PairedAB
@@ -72,3 +73,7 @@ def test_too_few_ab_pairs_fail_a_gate_that_lets_nothing_undecided_pass(pytester)
     assert check_ab(figures, resolve_settings(pytester.parseconfig(STRICT[0])))[1][0].startswith(said)
     (failure,), warnings = check_ab(figures, resolve_settings(pytester.parseconfig(*STRICT)))
     assert warnings == [] and failure.startswith(said) and failure.endswith(FAILED_UNDECIDED)
+
+
+def test_every_gateable_figure_is_a_metric_and_the_stage_figures_are_gateable():
+    assert set(COMPARE_METRICS) == set(METRICS) - {"max"}, "the slowest proof is one proof: not gated"

@@ -259,3 +259,14 @@ def test_a_baseline_short_of_its_gates_precision_names_the_smallest_limit_it_can
         "or on a quieter host"
     )
     assert imprecision(wide, (("throughput", 10.0),)) == [], "a 30% gate asks ±10%"
+
+
+def test_a_figure_whose_baseline_is_zero_is_not_checked_and_says_so(pytester):
+    settings = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=queue_wait:5%"))
+    idle = _figures(queue_wait_p50_ms=0.0)
+    runs = [_run(idle, 0)]
+    saved = saved_runs(runs, runs[0], TEST)
+    _, warnings = check_gates(_figures(queue_wait_p50_ms=3.0), settings, saved)
+    assert warnings == [
+        "--cuzk-compare-fail queue_wait not checked: the baseline's is 0, so no change is relative to it"
+    ]
