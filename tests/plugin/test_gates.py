@@ -199,7 +199,8 @@ def test_a_baseline_saved_three_times_fails_a_build_twice_as_slow_and_never_an_i
             0
         ].assert_outcomes(passed=1)
     gate = ("--benchmark-compare=0001", "--cuzk-compare-fail=throughput:5%")
-    same, _ = fake_run({}, *args, *gate, behaviour=steady)
+    report = tmp_path / "report.html"
+    same, _ = fake_run({}, *args, *gate, f"--cuzk-html={report}", behaviour=steady)
     same.assert_outcomes(passed=1)
     same.stdout.fnmatch_lines(
         [
@@ -209,6 +210,7 @@ def test_a_baseline_saved_three_times_fails_a_build_twice_as_slow_and_never_an_i
         ]
     )
     assert "regressed" not in same.stdout.str()
+    assert "compared: throughput " in report.read_text(), "the report says the change in words too"
     slow = {"winning": FakeBehaviour(delay_s=0.2)}
     slowed, _ = fake_run({}, *args, *gate, behaviour=slow)
     said = [line for line in slowed.stdout.lines if "throughput" in line]
