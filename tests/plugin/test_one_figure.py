@@ -147,4 +147,3 @@ def test_the_gate_prints_the_recorded_figures_of_both_runs(fake_run, tmp_path, n
     tput = METRICS["throughput"]
     worse = (before[tput.attr] - value(now, "throughput")) / before[tput.attr] * 100
     assert pct and pct.group(1) == f"{worse:.1f}", "the change is that of the two figures printed"
-
