@@ -47,10 +47,11 @@ def start_session(config: pytest.Config) -> None:
         baseline = Baseline(config, settings)
     config.pluginmanager.register(baseline, PLUGIN)
     if settings.gates_asked:
+        from pytest_cuzk.verdicts.gates import PLUGIN as GATES
         from pytest_cuzk.verdicts.gates import Gates
 
         with as_usage_error():
-            config.pluginmanager.register(Gates(config, settings, baseline), "cuzk_gates")
+            config.pluginmanager.register(Gates(config, settings, baseline), GATES)
     if settings.ab is not None and settings.compare_fail:
         from pytest_cuzk.verdicts.abgate import ABGate
 

@@ -25,6 +25,14 @@ SCENARIOS_SOURCE = (SUITE / "test_scenarios.py").read_text()
 # Inner runs measure exactly two proofs a case unless a test asks for more (both flags: the
 # last of a repeated flag wins): the measurement plan is tested on its own, in seconds.
 QUICK_PLAN = ("--cuzk-proofs=2", "--cuzk-max-proofs=2")
+# A memory report of a host without NVML and with nothing else sampled (MemoryReport.from_dict).
+QUIET_MEMORY = dict(
+    samples=1, interval_s=0.1, duration_s=1.0, sampler_cpu_s=0.0, rss_peak_bytes=1, rss_mean_bytes=1,
+    rss_hwm_peak_bytes=None, rss_hwm_scope="unavailable", sys_available_min_bytes=1, daemon_exited=False,
+    vram_available=False, vram_source=None, vram_unavailable_reason="NVML unavailable: no driver",
+    vram_peak_bytes=None, vram_mean_bytes=None, device_mem_used_peak_bytes=None, gpu_util_mean_pct=None,
+    sm_clock_mean_mhz=None, sm_clock_min_mhz=None, pstates=[],
+)  # fmt: skip
 
 
 def c1_wrapper(sector: int, pad: int) -> bytes:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_cuzk.config.options import OPTIONS
+from pytest_cuzk.config.options import OPTIONS, option_value
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.wire.units import parse_size
@@ -229,3 +230,17 @@ def test_the_checkouts_ini_leaves_a_main_jobs_warnings_as_warnings():
     """
     ini = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["tool"]["pytest"]
     assert "filterwarnings" not in ini["ini_options"], "set it per test in tests/conftest.py instead"
+
+
+def test_an_options_provenance_is_typed_and_reads_as_the_place_it_came_from(pytester, monkeypatch):
+    proofs = next(o for o in OPTIONS if o.name == "proofs")
+    _, default = option_value(pytester.parseconfig(), proofs)
+    _, flag = option_value(pytester.parseconfig("--cuzk-proofs=3"), proofs)
+    monkeypatch.setenv("PYTEST_CUZK_PROOFS", "4")
+    _, env = option_value(pytester.parseconfig(), proofs)
+    assert [(w, w.source, w.given) for w in (default, flag, env)] == [
+        ("default of --cuzk-proofs", "default", False),
+        ("option --cuzk-proofs", "option", True),
+        ("environment variable PYTEST_CUZK_PROOFS", "environment variable", True),
+    ]
+    assert copy.deepcopy(flag).given and copy.deepcopy(flag) == flag, "copied (to a worker) it stays typed"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -17,6 +17,7 @@ __all__ = [
     "OPTIONS",
     "REF_PRESETS",
     "Option",
+    "Where",
     "add_options",
     "option_value",
     "renamed",
@@ -24,6 +25,7 @@ __all__ = [
 ]
 
 DEFAULT_ADDR = "127.0.0.1:9820"
+Source = Literal["option", "environment variable", "ini key", "default"]
 # The reference engine's circuit sizes (checked in its tests).
 REF_PRESETS = ("default", "medium", "large", "xlarge")
 
@@ -157,14 +159,14 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "compare-fail",
         "Fail a test that regressed against the compared pytest-benchmark run: METRIC:N%[,...] with "
-        "METRIC in throughput, rss_peak, vram_peak, p50, p90, p99; a change fails when it is beyond N% "
-        "and significant",
+        "METRIC in throughput, rss_peak, vram_peak, p50, p90, p99, gpu, synthesis, queue_wait; a change "
+        "fails when its whole interval, widened to the host's run-to-run spread, is beyond N%",
     ),
     Option(
         "compare-unresolved",
-        "What --cuzk-compare-fail does with a change it cannot decide (beyond the limit but not "
-        "significant, within it but with an interval reaching beyond it, from a run too noisy for the "
-        "limit, a figure missing): warn, or fail (a CI gate that lets nothing unmeasured pass)",
+        "What --cuzk-compare-fail does with a change it cannot decide (its interval straddling the "
+        "limit, confounded by other processes' load, a figure missing) and with a baseline saved too "
+        "imprecise for its gate: warn, or fail (a CI gate that lets nothing unmeasured pass)",
         "warn",
     ),
     Option(
@@ -235,12 +237,36 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(opt.ini, opt.help, default=None)
 
 
-def option_value(config: pytest.Config, opt: Option) -> tuple[Any, str]:
+class Where(str):
+    """Where an option's value came from, as messages name it (``option --cuzk-proofs``).
+
+    A ``str``, so every message names it as it is; ``source`` says which kind of place, so code asks
+    ``where.given`` instead of reading the words.
+    """
+
+    source: Source
+    name: str  # the flag, variable or ini key
+
+    def __new__(cls, source: Source, name: str) -> Where:
+        where = super().__new__(cls, f"default of {name}" if source == "default" else f"{source} {name}")
+        where.source, where.name = source, name
+        return where
+
+    def __getnewargs__(self) -> tuple[Source, str]:  # type: ignore[override]
+        return self.source, self.name
+
+    @property
+    def given(self) -> bool:
+        """Set by flag, environment or ini, not left at its default."""
+        return self.source != "default"
+
+
+def option_value(config: pytest.Config, opt: Option) -> tuple[Any, Where]:
     """The option's value and where it came from, by precedence; its former name, if set, comes last."""
     value, where = _value(config, opt)
-    if where.startswith("default of") and opt.old is not None:
+    if not where.given and opt.old is not None:
         old, old_where = _value(config, opt.old)
-        if not old_where.startswith("default of"):
+        if old_where.given:
             return old, old_where
     return value, where
 
@@ -249,27 +275,26 @@ def renamed(config: pytest.Config) -> list[str]:
     """A warning for each option set under its former name."""
     out = []
     for opt in OPTIONS:
-        if opt.old is not None and not _value(config, opt.old)[1].startswith("default of"):
-            where = _value(config, opt.old)[1]
+        if opt.old is not None and (where := _value(config, opt.old)[1]).given:
             out.append(f"{where} is the former name of {opt.flag} ({opt.ini}, {opt.env}): use that")
     return out
 
 
-def _value(config: pytest.Config, opt: Option) -> tuple[Any, str]:
+def _value(config: pytest.Config, opt: Option) -> tuple[Any, Where]:
     value = config.getoption(opt.flag)
     if value not in (None, []):
-        return value, f"option {opt.flag}"
+        return value, Where("option", opt.flag)
     if opt.env in os.environ:
-        env = os.environ[opt.env]
+        env, where = os.environ[opt.env], Where("environment variable", opt.env)
         if opt.kind == "bool":
-            return env.strip().lower() in ("1", "true", "yes", "on"), f"environment variable {opt.env}"
+            return env.strip().lower() in ("1", "true", "yes", "on"), where
         if opt.kind == "list":
-            return [v for v in env.split(";") if v.strip()], f"environment variable {opt.env}"
-        return env, f"environment variable {opt.env}"
+            return [v for v in env.split(";") if v.strip()], where
+        return env, where
     ini = config.getini(opt.ini)  # None when unset: the ini keys are declared without defaults
     if ini not in (None, [], ""):
-        return ini, f"ini key {opt.ini}"
-    return opt.default, f"default of {opt.flag}"
+        return ini, Where("ini key", opt.ini)
+    return opt.default, Where("default", opt.flag)
 
 
 # What a suite case asks for: here, to be checked without imports (cases.py says what each holds).
@@ -284,4 +309,4 @@ def uses_cuzk(item: pytest.Item) -> bool:
 
 def requested(config: pytest.Config) -> bool:
     """Whether any cuzk option is set by flag, environment or ini: the run is about a daemon."""
-    return any(not option_value(config, opt)[1].startswith("default of") for opt in OPTIONS)
+    return any(option_value(config, opt)[1].given for opt in OPTIONS)

@@ -21,7 +21,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from pytest_cuzk.config import values
-from pytest_cuzk.config.options import OPTIONS, REF_PRESETS, option_value
+from pytest_cuzk.config.options import OPTIONS, REF_PRESETS, Where, option_value
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.wire.kinds import UnknownKind, by_name
 from pytest_cuzk.wire.redact import redact
@@ -191,11 +191,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         download_timeout=values.number(*raw["download-timeout"]),
         allow_missing=bool(raw["allow-missing"][0]),
         scenarios=bool(raw["scenarios"][0]),
-        requested=any(_given(value) for value in raw.values()),
+        requested=any(where.given for _, where in raw.values()),
         skip_warmup=bool(raw["skip-warmup"][0]),
         lowmem_warmup=lowmem,
         preset=values.choice(*raw["preset"], REF_PRESETS),
-        preset_from=raw["preset"][1] if _given(raw["preset"]) else None,
+        preset_from=str(raw["preset"][1]) if raw["preset"][1].given else None,
         start_timeout=values.number(raw["start-timeout"][0], raw["start-timeout"][1]),
         ready_timeout=values.number(raw["ready-timeout"][0], raw["ready-timeout"][1]),
         warmup_timeout=values.number(raw["warmup-timeout"][0], raw["warmup-timeout"][1]),
@@ -227,24 +227,19 @@ def resolve_settings(config: pytest.Config) -> Settings:
     )
 
 
-def _unresolved(raw: dict[str, tuple[Any, str]]) -> str:
+def _unresolved(raw: dict[str, tuple[Any, Where]]) -> str:
     """``--cuzk-compare-unresolved``: the flag says what this run's compare gate does, so it needs one.
 
     Set in the environment or an ini file it is a policy for the runs that gate, as in a CI job
     whose first run, with no baseline yet, gates nothing.
     """
     value, where = raw["compare-unresolved"]
-    if where.startswith("option") and raw["compare-fail"][0] is None:
+    if where.source == "option" and raw["compare-fail"][0] is None:
         raise pytest.UsageError(f"{where} needs --cuzk-compare-fail: name the gate it applies to")
     return values.choice(value, where, ("warn", "fail"))
 
 
-def _given(value: tuple[Any, str]) -> bool:
-    """Whether an option was set (flag, environment or ini), not left at its default."""
-    return not value[1].startswith("default of")
-
-
-def _ab(raw: dict[str, tuple[Any, str]], candidates: tuple[str, ...], path: Any) -> dict[str, Any]:
+def _ab(raw: dict[str, tuple[Any, Where]], candidates: tuple[str, ...], path: Any) -> dict[str, Any]:
     """The ``ab_*`` settings: one baseline daemon beside one candidate, a binary only where it is spawned."""
     value, where = raw["ab"]
     if value is None:

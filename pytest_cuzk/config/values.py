@@ -68,7 +68,10 @@ def throughput(text: str, where: str) -> float:
     return float(m.group(1))
 
 
-COMPARE_METRICS = ("throughput", "rss_peak", "vram_peak", "p50", "p90", "p99")
+COMPARE_METRICS = (
+    *("throughput", "rss_peak", "vram_peak", "p50", "p90", "p99"),
+    *("gpu", "synthesis", "queue_wait"),  # the median proof's time in each of the daemon's stages
+)
 
 
 def compare_fail(text: str | None, where: str) -> dict[str, float]:

@@ -20,6 +20,7 @@ from pytest_cuzk.measure.ledger import series_name
 
 from ..backends.protocol import ColdStart
 from ..verdicts.baseline import compared_with
+from ..verdicts.gates import compared
 from ..wire.redact import redact
 from ..wire.units import format_bytes
 from .charts import cold_timeline, latency_chart, memory_chart, scenario_chart, windows_chart
@@ -182,7 +183,8 @@ def run_page(
         "host": host_info(),
         "settings": s,
         "gates": gates(s),
-        "baseline": compared.lines() if (compared := compared_with(config)) is not None else [],
+        "baseline": base.lines() if (base := compared_with(config)) is not None else [],
+        "compared": compared(config, session.rows),
         "metrics": list(METRICS.values()),
         # a scenario has a case too, and a table of its own
         "cases_run": [e for e in entries if (e.case or e.figures) is not None and e.scenario is None],

@@ -23,7 +23,16 @@ if TYPE_CHECKING:
     from pytest_cuzk.measure.memory import MemoryReport
     from pytest_cuzk.measure.paired import PairedAB
 
-__all__ = ["METRICS", "Figures", "Metric", "ProofTimings", "Samples", "regression", "worse_interval"]
+__all__ = [
+    "METRICS",
+    "STAGES",
+    "Figures",
+    "Metric",
+    "ProofTimings",
+    "Samples",
+    "regression",
+    "worse_interval",
+]
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,24 @@ def _latency(q: int) -> Metric:
     return Metric(name, fig, column, label, "s", False, median, fmt, " s", "latency_s", Quantile(q))
 
 
+def _stage(name: str, sample: str, label: str) -> Metric:
+    """A daemon's phase time per proof, the median proof's: a GPU-kernel regression shows here.
+
+    Throughput moves with the host's CPUs too, so drift there can hide a slower GPU stage.
+    """
+    attr = f"{name}_p50_ms"
+    fmt = _num("{:.1f}")
+    return Metric(name, attr, attr, label, "ms", False, statistics.median, fmt, " ms", sample, Quantile(50))
+
+
+STAGES = (
+    ("gpu", "gpu_compute_ms", "GPU ms"),
+    ("synthesis", "synthesis_ms", "synth ms"),
+    ("queue_wait", "queue_wait_ms", "queue ms"),
+)
+"""The per-proof stage figures: (metric name, the ``Samples`` series, the summary's heading)."""
+
+
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
@@ -80,6 +107,7 @@ METRICS: dict[str, Metric] = {
             estimator=Rate(),
         ),
         *(_latency(q) for q in (50, 90, 99)),
+        *(_stage(*stage) for stage in STAGES),
         # The slowest proof is one proof: no sample to test, compared as measured. Runs combine by
         # max: the pool's slowest proof is the slowest of any run, so no pooled percentile passes it.
         Metric("max", "latency_max_s", "max_s", "max s", "s", False, max, _num("{:.2f}"), " s"),
@@ -223,6 +251,9 @@ class Figures:
     samples: Samples = field(default_factory=Samples)
     ab: PairedAB | None = None  # --cuzk-ab: the baseline build's figures and the paired change
     failed: str = ""  # why the case failed part-way: its figures are what it measured before
+    gpu_p50_ms: float | None = None  # the median proof's GPU time, as the daemon reported it
+    synthesis_p50_ms: float | None = None  # the median proof's synthesis time
+    queue_wait_p50_ms: float | None = None  # the median proof's wait in the daemon's queue
 
     def why_na(self, attr: str) -> str | None:
         """Why a figure is None (None when it has a value or nobody said)."""

@@ -46,7 +46,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x6375_7A6B  # "cuzk": serializes schema changes between fleet machines
 
@@ -115,6 +115,11 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
         sa.Column("samples", sa.JSON, info=_since(4)),
         # v5: an A/B case's paired change against the baseline build measured beside it.
         sa.Column("ab", sa.JSON, info=_since(5)),
+        # v6: the stage figures, so a GPU-kernel regression that CPU drift hides in throughput is gated.
+        *(
+            sa.Column(n, sa.Float, info=_since(6))
+            for n in ("gpu_p50_ms", "synthesis_p50_ms", "queue_wait_p50_ms")
+        ),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=False),
     ]
     runs: list[sa.Column[Any]] = [
@@ -175,6 +180,7 @@ MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     3: _add_host_identity,
     4: lambda conn: _add_columns(conn, 4),
     5: lambda conn: _add_columns(conn, 5),
+    6: lambda conn: _add_columns(conn, 6),
 }
 
 

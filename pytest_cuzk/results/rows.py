@@ -114,6 +114,9 @@ class TestRecord:
     samples: dict[str, list[Any]] | None = None  # every proof's and wave's timings (figures.Samples)
     ab: dict[str, Any] | None = None  # --cuzk-ab: the paired change against the baseline (measure.paired)
     label: str = ""
+    gpu_p50_ms: float | None = None  # the median proof's phase times, as the daemon reported them
+    synthesis_p50_ms: float | None = None
+    queue_wait_p50_ms: float | None = None
     finished_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
 

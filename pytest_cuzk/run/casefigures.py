@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 
 from pytest_cuzk.measure import stats
-from pytest_cuzk.measure.figures import Figures, ProofTimings, Samples
+from pytest_cuzk.measure.figures import STAGES, Figures, ProofTimings, Samples
 from pytest_cuzk.run.waves import CaseResult
 
 __all__ = ["case_figures", "case_samples"]
@@ -73,6 +73,12 @@ def case_figures(result: CaseResult, test: str, unsampled: str | None = None) ->
         name: round(statistics.fmean(getattr(p, name) for p in ok), 1) if ok else None
         for name in ("queue_wait_ms", "synthesis_ms", "gpu_compute_ms", "total_ms")
     }
+    stages = {
+        name: round(statistics.median(samples.series(series)), 1) if ok else None
+        for name, series, _ in STAGES
+    }
+    if not ok:
+        reasons.update({f"{name}_p50_ms": "no successful proof" for name in stages})
     return Figures(
         test=test,
         label=case.label,
@@ -105,4 +111,7 @@ def case_figures(result: CaseResult, test: str, unsampled: str | None = None) ->
         status_memory_peak_bytes=reported.used_peak_bytes if reported is not None else None,
         na_reasons=reasons,
         samples=samples,
+        gpu_p50_ms=stages["gpu"],
+        synthesis_p50_ms=stages["synthesis"],
+        queue_wait_p50_ms=stages["queue_wait"],
     )

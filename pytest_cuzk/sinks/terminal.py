@@ -13,10 +13,11 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_cuzk.core import compat
-from pytest_cuzk.measure.figures import METRICS, Figures
+from pytest_cuzk.measure.figures import METRICS, STAGES, Figures
 from pytest_cuzk.run.plan import PRECISION_BUDGETS
 from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.verdicts.baseline import compared_with
+from pytest_cuzk.verdicts.gates import compared
 from pytest_cuzk.wire.units import format_bytes, plural
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.scenarios.figures import ScenarioFigures
     from pytest_cuzk.sinks.view import RunView
 
-__all__ = ["header_lines", "metric_deltas", "scenario_lines", "summary_lines"]
+__all__ = ["compare_lines", "header_lines", "metric_deltas", "scenario_lines", "stage_line", "summary_lines"]
 
 _SUMMARY_METRICS = ("p50", "p90", "p99", "throughput", "rss_peak", "vram_peak")
 _NA_LABELS = {
@@ -154,6 +155,29 @@ def _ended(f: Figures) -> str:
     return f.stop_reason or "ended"
 
 
+def stage_line(f: Figures) -> str | None:
+    """The daemon's stage times per proof (medians with their 95% intervals): where a proof's time went."""
+    parts = []
+    for name, series, label in STAGES:
+        metric = METRICS[name]
+        value = metric.value(f)
+        if value is None or metric.estimator is None:
+            continue
+        ci = metric.estimator.interval(f.samples.series(series))
+        within = f" ({metric.fmt(ci[0])} to {metric.fmt(ci[1])})" if ci is not None else ""
+        parts.append(f"{label.removesuffix(' ms')} {metric.show(value)}{within}")
+    return f"  per proof, median (95% CI): {', '.join(parts)}" if parts else None
+
+
+def compare_lines(session: RunView) -> list[str]:
+    """Every compared case's change in each gated figure, in words, whether it passed or not."""
+    return [
+        line
+        for test, said in compared(session.config, session.rows).items()
+        for line in (f"compared {test}:", *(f"  {sentence}" for sentence in said))
+    ]
+
+
 def gpu_lines(f: Figures) -> list[str]:
     """Each GPU on its own line: utilisation and clock say whether it proved, and clocks swing times."""
     gpus = f.memory.gpus if f.memory is not None else ()
@@ -252,8 +276,11 @@ def summary_lines(session: RunView) -> list[str]:
         lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
     lines += na_lines(session.rows)
     lines += ab_lines(session.rows)
+    lines += compare_lines(session)
     for f in session.rows:
         lines.append(measurement_line(f))
+        if stages := stage_line(f):
+            lines.append(stages)
         if f.status_memory_peak_bytes is not None:
             peak = format_bytes(f.status_memory_peak_bytes)
             lines.append(f"  the daemon's /status: memory budget used at peak {peak}")

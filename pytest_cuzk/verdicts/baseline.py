@@ -4,22 +4,33 @@ A gate that compares with nothing is a gate that is off, so ``--cuzk-compare-fai
 run to compare with, and a ``--benchmark-compare`` that names no saved run, stop the run as
 usage errors. A run that failed (a gate, a proof, or Ctrl-C) is not saved by
 ``--benchmark-save`` or ``--benchmark-autosave``: saved, it would be the next run's baseline,
-and the same regression would pass against itself.
+and the same regression would pass against itself. A run saved too imprecise for the gate it will
+serve (its own ``--cuzk-compare-fail`` limits, else ``plan.SAVED_PRECISION``) is saved with a
+warning naming the smallest limit it can gate, and under ``--cuzk-compare-unresolved=fail`` is not
+saved: a baseline that decides nothing is no baseline.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core import compat
 from pytest_cuzk.core.compat import SavedRun
-from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.core.errors import CuzkError, CuzkWarning
+from pytest_cuzk.measure import stats
+from pytest_cuzk.measure.figures import METRICS, Figures
+from pytest_cuzk.run.plan import GATE_SHARE, Plan
 from pytest_cuzk.verdicts.runspread import saved_runs_beside
+
+if TYPE_CHECKING:
+    from pytest_cuzk.run.cases import Case
+    from pytest_cuzk.run.waves import CaseResult
 
 __all__ = ["PLUGIN", "Baseline", "compared_with", "describe_run", "load_baseline"]
 
@@ -60,6 +71,8 @@ class Baseline:
         self.settings = settings
         self.file = load_baseline(settings.baseline) if settings.baseline else None
         self.unsaved: str | None = None  # the name a failed run would have been saved under
+        self.imprecise: list[str] = []  # the cases saved short of the precision their gate needs
+        self.unsaved_why = "this run failed or was interrupted: {}; the saved baseline stays as it was"
         compared = self.file is not None or settings.ab is not None or compat.compare_asked(config)
         if settings.compare_fail and not compared:  # with --cuzk-ab, the baseline daemon is the comparison
             raise CuzkError(
@@ -73,11 +86,11 @@ class Baseline:
         runs = compat.compared_runs(self.config)
         return self.file or (runs[-1] if runs else None)
 
-    def runs_beside(self) -> list[dict[str, Any]]:
-        """Every saved run beside the compared one (for the spread of its build on this host)."""
+    def runs_beside(self) -> list[SavedRun]:
+        """Every saved run beside the compared one: the baseline build's runs, and the host's spread."""
         if self.file is not None:
             return list(saved_runs_beside(Path(self.file.path)))
-        return [run.data for run in compat.saved_runs(self.config)]
+        return compat.saved_runs(self.config)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -98,20 +111,56 @@ class Baseline:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
         """Before pytest-benchmark saves: a run that failed or was interrupted is no baseline."""
+        strict = self.settings.compare_unresolved == "fail"
         if exitstatus != pytest.ExitCode.OK:
             self.unsaved = compat.keep_from_storage(self.config)
+        elif strict and self.imprecise:
+            self.unsaved = compat.keep_from_storage(self.config)
+            self.unsaved_why = (
+                f"{', '.join(dict.fromkeys(self.imprecise))} too imprecise for the gate it would serve: "
+                "this run is {} (--cuzk-compare-unresolved=fail)"
+            )
         return (yield)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_cuzk_case_finished(
+        self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
+    ) -> None:
+        """A case saved short of the precision its gate needs says the smallest limit it can gate."""
+        if compat.saving_as(self.config) is None:
+            return
+        for note in imprecision(figures, Plan.of(self.settings, saving=True).precision):
+            self.imprecise.append(item.name)
+            item.warn(CuzkWarning(f"{item.name}: {note}"))
 
     def lines(self) -> list[str]:
         """What the summary says of the baseline: the run compared with, and a save refused."""
         run = self.run()
         lines = [f"compared with {describe_run(run)}"] if run is not None else []
         if self.unsaved:
-            lines.append(
-                f"this run failed or was interrupted: not saved as a baseline ({self.unsaved!r}); "
-                "the saved baseline stays as it was"
-            )
+            lines.append(self.unsaved_why.format(f"not saved as a baseline ({self.unsaved!r})"))
         return lines
+
+
+def imprecision(figures: Figures, precision: tuple[tuple[str, float], ...]) -> list[str]:
+    """Why a run saved as a baseline cannot serve its gate: each gated figure's interval too wide for it."""
+    notes = []
+    for name, want in precision:
+        metric = METRICS[name]
+        if metric.sample is None or metric.estimator is None:
+            continue
+        series = figures.samples.series(metric.sample)
+        half = stats.half_width_pct(series, metric.estimator)
+        if half is not None and half <= want:
+            continue
+        limit = f"a {want / GATE_SHARE:g}% {name} gate"
+        reached = "no 95% interval" if half is None else f"{name} ±{half:.1f}% (95%)"
+        can = "" if half is None else f": it can gate a limit of {math.ceil(half / GATE_SHARE)}% or more"
+        notes.append(
+            f"saved as a baseline with {reached}, short of the ±{want:.1f}% {limit} needs{can}; measure "
+            "longer (--cuzk-case-budget) or on a quieter host"
+        )
+    return notes
 
 
 def compared_with(config: pytest.Config) -> Baseline | None:

@@ -3,49 +3,48 @@
 pytest-benchmark's ``--benchmark-compare-fail`` checks timings only and fails the whole
 session at its end; these gates cover throughput and memory too, absolute
 (``--cuzk-min-throughput``, ``--cuzk-max-rss``, ``--cuzk-max-vram``) and relative to a saved
-run (``--cuzk-compare-fail``), and fail inside the test. A relative gate fails only a change
-beyond its limit that is significant (``comparison``); one that is not, and a run whose
-spread is too wide to resolve the limit where the change is not decided all the same, are
-undecided: a warning, or a failure with ``--cuzk-compare-unresolved=fail``. ``Gates`` is the last sink of
-``pytest_cuzk_case_finished``, so every other sink has the case before it fails.
+run (``--cuzk-compare-fail``), and fail inside the test. A relative gate compares with the
+baseline build's saved runs on this host and fails only a change whose whole interval, widened to
+the host's run-to-run spread, lies beyond its limit (``comparison``); one whose interval straddles
+the limit is undecided: a warning, or a failure with ``--cuzk-compare-unresolved=fail``. ``Gates``
+is the last sink of ``pytest_cuzk_case_finished``, so every other sink has the case before it fails.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.compat import SavedRun
-from pytest_cuzk.core.errors import CuzkWarning
-from pytest_cuzk.measure.figures import METRICS, Figures, Samples
+from pytest_cuzk.core.errors import CuzkError, CuzkWarning
+from pytest_cuzk.measure.figures import METRICS, Figures
+from pytest_cuzk.verdicts.abgate import ab_changes
 from pytest_cuzk.verdicts.baseline import Baseline, describe_run
-from pytest_cuzk.verdicts.comparison import Side, Undecided, compare, spread_warning
-from pytest_cuzk.verdicts.runspread import RunSpread, saved_spread
+from pytest_cuzk.verdicts.comparison import Change, Undecided, against_saved
+from pytest_cuzk.verdicts.runspread import SavedRuns, saved_runs
 from pytest_cuzk.wire.units import format_bytes
 
 if TYPE_CHECKING:
     from pytest_cuzk.run.cases import Case
     from pytest_cuzk.run.waves import CaseResult
 
-__all__ = ["Gates", "check_gates"]
+__all__ = ["PLUGIN", "Gates", "check_gates", "compared", "gates_of", "saved_changes"]
+
+PLUGIN = "cuzk_gates"
 
 
 def check_gates(
-    figures: Figures,
-    settings: Settings,
-    baseline: dict[str, Any] | None,
-    spreads: Mapping[str, RunSpread] | None = None,
-    compared: str = "the compared run",
+    figures: Figures, settings: Settings, saved: SavedRuns | None, compared: str = "the compared run"
 ) -> tuple[list[str], list[str]]:
     """The gates the case breaks, and the warnings about gates, as sentences.
 
     A broken gate names the measured value, the limit and the option. A warning says why a
-    gate could not be checked (so that it never passes silently for want of a figure), that a
-    change beyond a limit was not significant, or that the run's spread, or the spread of the
-    baseline build's saved runs (``spreads``, by metric name), is too wide for a limit.
+    gate could not be checked (so that it never passes silently for want of a figure), or why a
+    change is undecided: its interval, the host's run-to-run spread or the candidate's own,
+    straddles the limit, or other processes loaded the host differently in the two runs.
     """
     kind = figures.kind
     failures: list[str] = []
@@ -73,59 +72,47 @@ def check_gates(
             )
     if settings.compare_fail and settings.ab is None:  # with --cuzk-ab, abgate judges the pair
         undecided = Undecided(settings.compare_unresolved == "fail")
-        broken, notes, wide = _compare(figures, settings, baseline, undecided.outcome, compared)
+        broken, notes = _compare(figures, settings.compare_fail, saved, undecided.outcome, compared)
         unresolved, notes = undecided.settle(notes)
         failures += broken + unresolved
-        warnings += notes + wide
-        for name, pct in settings.compare_fail.items():
-            spread = (spreads or {}).get(name)
-            if spread is not None and (warning := spread.warning(METRICS[name], pct)):
-                warnings.append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
+        warnings += notes
     return failures, warnings
 
 
-def _compare(
-    figures: Figures, settings: Settings, baseline: dict[str, Any] | None, outcome: str, compared: str
-) -> tuple[list[str], list[str], list[str]]:
-    """The changes beyond their limit, the undecided ones, and the warnings that decide nothing.
+def saved_changes(figures: Figures, limits: Mapping[str, float], saved: SavedRuns) -> list[Change]:
+    """Each gated figure's change from the baseline build's saved runs to this case."""
+    return [against_saved(METRICS[name], saved, figures, pct) for name, pct in limits.items()]
 
-    ``outcome`` ends an undecided change's sentence. A run's spread too wide for a limit is
-    undecided only where its change was not decided all the same.
-    """
-    notes: list[str] = []  # undecided
-    wide: list[str] = []
-    if not baseline:
-        return (
-            [
-                f"--cuzk-compare-fail: {compared} has no {figures.test}, so it cannot be compared: save a "
-                "baseline that ran this test (the same -k and matrix), or compare with one that did"
-            ],
-            notes,
-            wide,
-        )
-    old = baseline.get("extra_info", {})
-    saved = Samples.from_dict(old["samples"]) if old.get("samples") else None
-    old_others = (old.get("memory") or {}).get("host_other_cpu_pct")
-    now_others = figures.memory.host_other_cpu_pct if figures.memory is not None else None
-    failures = []
-    for name, pct in settings.compare_fail.items():
-        metric = METRICS[name]
-        now = Side(metric.value(figures), figures.samples, now_others)
-        change = compare(metric, Side(old.get(metric.attr), saved, old_others), now, pct)
-        if change.verdict == "not comparable":
-            why = figures.why_na(metric.attr) or (old.get("na_reasons") or {}).get(metric.attr)
+
+def _compare(
+    figures: Figures, limits: Mapping[str, float], saved: SavedRuns | None, outcome: str, compared: str
+) -> tuple[list[str], list[str]]:
+    """The changes beyond their limit, and the undecided ones (``outcome`` ends their sentences)."""
+    if saved is None:
+        return [
+            f"--cuzk-compare-fail: {compared} has no {figures.test}, so it cannot be compared: save a "
+            "baseline that ran this test (the same -k and matrix), or compare with one that did"
+        ], []
+    failures: list[str] = []
+    notes: list[str] = []
+    for change in saved_changes(figures, limits, saved):
+        metric = change.metric
+        if change.verdict == "not comparable" and change.before == 0:
             notes.append(
-                f"--cuzk-compare-fail {name} not checked: no {metric.attr} in the baseline or now"
+                f"--cuzk-compare-fail {metric.name} not checked: the baseline's is 0, so no change is "
+                "relative to it"
+            )
+        elif change.verdict == "not comparable":
+            why = figures.why_na(metric.attr) or saved.compared.why_na(metric.attr)
+            notes.append(
+                f"--cuzk-compare-fail {metric.name} not checked: no {metric.attr} in the baseline or now"
                 + (f" ({why})" if why else "")
             )
         elif change.verdict == "regressed":
             failures.append(f"{change.sentence()} (--cuzk-compare-fail)")
-        elif change.verdict in ("not significant", "confounded", "undecided"):
+        elif change.undecided:
             notes.append(f"{change.sentence(outcome)} (--cuzk-compare-fail)")
-        if warning := spread_warning(metric, now, pct):
-            decided = change.verdict == "regressed" or (change.verdict == "ok" and change.tested)
-            (wide if decided else notes).append(f"{warning} (--cuzk-compare-fail {name}:{pct:g}%)")
-    return failures, notes, wide
+    return failures, notes
 
 
 class Gates:
@@ -135,29 +122,63 @@ class Gates:
         self.config = config
         self.settings = settings
         self.compared = baseline
-        self._runs: list[dict[str, Any]] | None = None
+        self._runs: list[SavedRun] | None = None
+        self._saved: dict[str, SavedRuns | None] = {}
+        self._nodeids: dict[str, str] = {}  # a case's name (Figures.test) to its node id, as it finished
 
-    def spreads(self, test: str, run: SavedRun) -> dict[str, RunSpread]:
-        """The spread of each gated figure over the saved runs of the compared run's build.
+    def saved(self, test: str) -> SavedRuns | None:
+        """``test``'s saved runs beside the compared run; read when the first compared case finishes."""
+        run = self.compared.run()
+        if run is None:
+            return None
+        if test not in self._saved:
+            if self._runs is None:
+                self._runs = self.compared.runs_beside()
+            self._saved[test] = saved_runs(self._runs, run, test)
+        return self._saved[test]
 
-        The saved runs are read when the first compared case finishes, not at start-up.
-        """
-        if self._runs is None:
-            self._runs = self.compared.runs_beside()
-        gated = self.settings.compare_fail
-        found = {name: saved_spread(self._runs, run.data, test, METRICS[name]) for name in gated}
-        return {name: spread for name, spread in found.items() if spread is not None}
+    def changes(self, figures: Figures) -> list[Change]:
+        """The case's compared figures, each with its change in words (what the summary prints)."""
+        limits = self.settings.compare_fail
+        if figures.ab is not None:
+            return ab_changes(figures, limits) if limits else []
+        nodeid = self._nodeids.get(figures.test)
+        saved = self.saved(nodeid) if limits and self.settings.ab is None and nodeid else None
+        return saved_changes(figures, limits, saved) if saved is not None else []
 
     @pytest.hookimpl(trylast=True)
     def pytest_cuzk_case_finished(
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
+        self._nodeids[figures.test] = item.nodeid
         run = self.compared.run() if self.settings.compare_fail else None
-        baseline = run.benchmarks().get(item.nodeid) if run is not None else None
-        spreads = self.spreads(item.nodeid, run) if run is not None else None
         where = describe_run(run) if run is not None else "the compared run"
-        failures, warnings = check_gates(figures, self.settings, baseline, spreads, where)
+        saved = self.saved(item.nodeid) if run is not None else None
+        failures, warnings = check_gates(figures, self.settings, saved, where)
         for note in warnings:
             item.warn(CuzkWarning(note))
         if failures:
             pytest.fail(f"{item.name}: " + "; ".join(failures), pytrace=False)
+
+
+def gates_of(config: pytest.Config) -> Gates | None:
+    """The run's ``Gates`` plugin, where it asked for a gate."""
+    plugin = config.pluginmanager.get_plugin(PLUGIN)
+    return plugin if isinstance(plugin, Gates) else None
+
+
+def compared(config: pytest.Config, rows: Iterable[Figures]) -> dict[str, list[str]]:
+    """Each compared case's changes in words, passing or not, by test: what the summary and report show."""
+    gates = gates_of(config)
+    if gates is None or not gates.settings.compare_fail:
+        return {}
+    outcome = Undecided(gates.settings.compare_unresolved == "fail").outcome
+    said: dict[str, list[str]] = {}
+    for f in rows:
+        try:
+            lines = [change.sentence(outcome) for change in gates.changes(f)]
+        except CuzkError as exc:  # the gate said so when the case finished
+            lines = [f"not compared: {exc}"]
+        if lines:
+            said[f.test] = lines
+    return said

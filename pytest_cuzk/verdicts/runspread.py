@@ -1,56 +1,72 @@
-"""How far apart the saved runs of one build lie on this host: what one run against one can tell.
+"""A saved baseline as the baseline build's runs on this host, and the run-to-run spread it is judged by.
 
-A run's own interval sees only the seconds it measured. On a shared or virtual host, the host's
+A run's own interval sees only the seconds it measured. On a shared or virtual host the host's
 speed also moves over minutes: on a 2-core VM, eleven runs of one build spread over 28,769 to
-36,376 proofs/h (CV 6.8%) while each run's interval was ±2 to ±6%. A gate then fails an
-identical build now and then, whatever its statistics. pytest-benchmark's storage keeps every
-saved run, so the spread of the baseline's build on this host is known once it was saved a few
-times: a limit that spread exceeds gets a warning naming the spread and the limit it allows,
-as pyperf warns of a spread too wide for its comparison.
+36,376 proofs/h (CV 6.8%) while each run's interval was ±2 to ±6%; on an H100 host an identical
+build ran 20% slower than its baseline, its GPU phase too, with no other process busy. So a saved
+baseline is every saved run of the compared run's build on its host (pytest-benchmark's storage
+keeps them all), its figure their mean, and a new run is judged against the spread of those runs:
+a prediction interval for one more run of that build (``RunSpread.half_width_pct``).
+
+The spread comes, in order, from the baseline build's runs when there are ``MIN_RUNS`` of them;
+else from this host's repeated runs of any build of the same test (the within-build variance of
+each run's relative deviation from its build's mean, pooled); else from ``PRIOR_CV``, a stated
+conservative prior, as wide as the drift seen on the H100 host.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from scipy import stats as sps
 
+from pytest_cuzk.core.compat import SavedRun
+from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure import stats
-from pytest_cuzk.measure.figures import Metric
+from pytest_cuzk.measure.figures import Figures, Metric
+from pytest_cuzk.wire.units import plural
 
-__all__ = ["MIN_RUNS", "RunSpread", "saved_runs_beside", "saved_spread"]
+__all__ = ["MIN_RUNS", "PRIOR_CV", "RunSpread", "SavedRuns", "saved_runs", "saved_runs_beside"]
 
-MIN_RUNS = 3  # fewer saved runs say nothing of a spread
+MIN_RUNS = 3  # fewer runs of the baseline build say little of its spread
+PRIOR_CV = 0.10  # run to run, where this host has shown none: an identical build 20% slower stays undecided
+MIN_POOLED_DF = 2  # a host's pooled spread from fewer degrees of freedom is no better than the prior
 
 
 @dataclass(frozen=True)
 class RunSpread:
-    """One figure over the saved runs of one build on one host."""
+    """How far one run of a build lies from another on this host, and what that was learnt from."""
 
-    build: str
-    runs: int
-    cv: float  # between the runs, as a fraction of their mean
+    cv: float  # between runs, as a fraction of their mean
+    df: float  # its degrees of freedom; math.inf for the prior
+    source: Literal["build", "host", "prior"]
+    runs: int = 0  # the runs it was estimated from
+    builds: int = 1
 
-    @property
-    def apart_pct(self) -> float:
-        """Two runs of the build differ by less than this, 95 times in 100 (normal, CV × √2)."""
-        return float(sps.norm.ppf(1 - stats.ALPHA / 2)) * self.cv * math.sqrt(2) * 100
+    def quantile(self) -> float:
+        """Student's t at 97.5% for its degrees of freedom (the normal's for the prior)."""
+        return float(sps.t.ppf(1 - stats.ALPHA / 2, self.df))
 
-    def warning(self, metric: Metric, limit: float) -> str | None:
-        """Why ``limit`` is tighter than this host lets one run against one be judged, if it is."""
-        if self.apart_pct <= limit:
-            return None
-        return (
-            f"{metric.name}: {self.runs} saved runs of this build ({self.build}) on this host spread "
-            f"CV {self.cv:.1%}, so two runs of it differ by up to {self.apart_pct:.0f}% (95%): a "
-            f"{limit:g}% limit can fail an identical build; compare on a quieter host, gate at "
-            f"{math.ceil(self.apart_pct)}% or more, or measure both builds in one run with --cuzk-ab"
-        )
+    def half_width_pct(self, baseline_runs: int) -> float:
+        """Half the 95% prediction interval of one more run against the mean of ``baseline_runs``, in %."""
+        return self.quantile() * self.cv * math.sqrt(1 + 1 / max(1, baseline_runs)) * 100
+
+    def describe(self) -> str:
+        """Which spread, from how many runs: what a reader needs to trust an undecided verdict."""
+        if self.source == "build":
+            return (
+                f"run-to-run spread CV {self.cv:.1%} over {self.runs} saved runs of this build on this host"
+            )
+        if self.source == "host":
+            builds = plural(self.builds, "build")
+            return f"run-to-run spread CV {self.cv:.1%} pooled over {self.runs} runs of {builds} on this host"
+        return f"no repeated runs on this host: a prior run-to-run CV of {self.cv:.0%}"
 
 
 def _build_and_host(run: Mapping[str, Any]) -> tuple[object, object]:
@@ -62,25 +78,91 @@ def _build_and_host(run: Mapping[str, Any]) -> tuple[object, object]:
     return cuzk.get("daemon"), (cuzk.get("host") or {}).get("fingerprint")
 
 
-def saved_spread(
-    runs: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any], test: str, metric: Metric
-) -> RunSpread | None:
-    """The spread of ``metric`` for ``test`` over the saved runs of ``baseline``'s build and host."""
-    build, host = mine = _build_and_host(baseline)
+def _figures(bench: Mapping[str, Any]) -> Figures:
+    """A saved benchmark's figures, as the candidate's are: a record, not a dict read by key."""
+    extra = bench.get("extra_info")
+    if not isinstance(extra, Mapping):
+        raise ValueError("no extra_info")
+    try:
+        return Figures.from_dict(extra)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ValueError(f"its extra_info is not a pytest-cuzk record ({exc})") from exc
+
+
+@dataclass(frozen=True)
+class SavedRuns:
+    """One test's saved runs on the compared run's host: the baseline build's, and each other build's."""
+
+    compared: Figures
+    mine: tuple[Figures, ...]  # the baseline build's runs, the compared one among them
+    others: tuple[tuple[Figures, ...], ...] = ()  # each other build's runs on this host
+
+    def values(self, metric: Metric, runs: Iterable[Figures] | None = None) -> list[float]:
+        found = (metric.value(f) for f in (self.mine if runs is None else runs))
+        return [v for v in found if v is not None]
+
+    def value(self, metric: Metric) -> float | None:
+        """The baseline's figure: the mean over the build's runs that have it."""
+        found = self.values(metric)
+        return statistics.fmean(found) if found else None
+
+    @property
+    def others_pct(self) -> float | None:
+        """The share of the host's CPUs other processes kept busy, averaged over the baseline's runs."""
+        found = [f.memory.host_other_cpu_pct for f in self.mine if f.memory is not None]
+        known = [pct for pct in found if pct is not None]
+        return statistics.fmean(known) if known else None
+
+    def spread(self, metric: Metric) -> RunSpread:
+        """The run-to-run spread of ``metric``: the build's runs, else the host's pooled, else the prior."""
+        mine = self.values(metric)
+        if len(mine) >= MIN_RUNS and (cv := stats.cv(mine)) is not None:
+            return RunSpread(cv, len(mine) - 1, "build", len(mine))
+        squares, df, runs, builds = 0.0, 0, 0, 0
+        for group in (self.mine, *self.others):
+            values = self.values(metric, group)
+            mean = statistics.fmean(values) if len(values) >= 2 else 0.0
+            if not mean:
+                continue
+            squares += sum(((v - mean) / mean) ** 2 for v in values)
+            df, runs, builds = df + len(values) - 1, runs + len(values), builds + 1
+        if df >= MIN_POOLED_DF:
+            return RunSpread(math.sqrt(squares / df), df, "host", runs, builds)
+        return RunSpread(PRIOR_CV, math.inf, "prior")
+
+
+def saved_runs(runs: Iterable[SavedRun], compared: SavedRun, test: str) -> SavedRuns | None:
+    """``test``'s saved runs beside ``compared`` (None when it has no such test).
+
+    A compared run whose test is no pytest-cuzk record is an error naming the file; another run
+    that is not one adds nothing.
+    """
+    bench = compared.benchmarks().get(test)
+    if bench is None:
+        return None
+    try:
+        figures = _figures(bench)
+    except ValueError as exc:
+        raise CuzkError(f"{compared.path}: {test}: {exc}; save a new baseline with --benchmark-save") from exc
+    build, host = mine = _build_and_host(compared.data)
     if not isinstance(build, str) or host is None:
-        return None  # saved without pytest-cuzk's machine info: the build is unknown
-    values = [
-        float(bench["extra_info"][metric.attr])
-        for run in runs
-        if _build_and_host(run) == mine
-        for bench in run.get("benchmarks", [])
-        if bench.get("fullname") == test and (bench.get("extra_info") or {}).get(metric.attr) is not None
-    ]
-    spread = stats.cv(values) if len(values) >= MIN_RUNS else None
-    return RunSpread(build, len(values), spread) if spread is not None else None
+        return SavedRuns(figures, (figures,))  # saved without pytest-cuzk's machine info: build unknown
+    by_build: dict[object, list[Figures]] = {}
+    seen = {Path(compared.path).resolve()}
+    for run in runs:
+        built_here = _build_and_host(run.data)
+        if built_here[1] != host or Path(run.path).resolve() in seen or test not in run.benchmarks():
+            continue
+        seen.add(Path(run.path).resolve())
+        try:
+            by_build.setdefault(built_here[0], []).append(_figures(run.benchmarks()[test]))
+        except ValueError:
+            continue
+    same = by_build.pop(mine[0], [])
+    return SavedRuns(figures, (figures, *same), tuple(tuple(group) for group in by_build.values()))
 
 
-def saved_runs_beside(path: Path) -> Iterator[dict[str, Any]]:
+def saved_runs_beside(path: Path) -> Iterator[SavedRun]:
     """The pytest-benchmark runs saved in ``path``'s directory (``NNNN_name.json``), readable ones."""
     for file in sorted(path.parent.glob("[0-9][0-9][0-9][0-9]_*.json")):
         try:
@@ -88,4 +170,4 @@ def saved_runs_beside(path: Path) -> Iterator[dict[str, Any]]:
         except (OSError, ValueError):
             continue  # not a run this can read: it adds nothing to the spread
         if isinstance(data, dict):
-            yield data
+            yield SavedRun(str(file), data)

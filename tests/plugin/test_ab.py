@@ -28,7 +28,7 @@ def test_a_slower_candidate_fails_by_name_with_the_paired_change(fake_run):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*test_prove[[]winning-batch1-j1[]]: throughput regressed * (95% CI +*% to +*%, p=*; "
+            "*test_prove[[]winning-batch1-j1[]]: throughput regressed * (95% CI *% to *% worse, p=*; "
             "baseline *, now *; limit 5%); A/B over * pairs, side by side, seed 7 (--cuzk-compare-fail)*"
         ]
     )

@@ -17,11 +17,9 @@ from htmltables import rows, tables, tiles
 from support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
-from pytest_cuzk.config.settings import resolve_settings
-from pytest_cuzk.measure.figures import METRICS, Figures, Samples
+from pytest_cuzk.measure.figures import METRICS, Samples
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import TestRecord
-from pytest_cuzk.verdicts.gates import check_gates
 
 CASE = "test_prove[winning-batch1-j1]"
 # Ten proofs (a p90 needs ten), a window a wave (ten windows to test), memory sampled through a fake NVML.
@@ -149,22 +147,3 @@ def test_the_gate_prints_the_recorded_figures_of_both_runs(fake_run, tmp_path, n
     tput = METRICS["throughput"]
     worse = (before[tput.attr] - value(now, "throughput")) / before[tput.attr] * 100
     assert pct and pct.group(1) == f"{worse:.1f}", "the change is that of the two figures printed"
-
-
-def test_a_spread_warning_names_the_runs_recorded_throughput(pytester):
-    """A run too noisy for its limit is told so against the figure its summary printed."""
-    # 321428.6/h, five proofs in 0.056 s; the mean of its windows' rates, 300000/h
-    waves, windows = [0.01, 0.01, 0.01, 0.012, 0.014], [0, 0, 0, 1, 2]
-    now = Figures.from_dict(_known(_FIGURES, waves, windows, 1 << 20, 1 << 20))
-    base = {"extra_info": now.to_dict()}
-    settings = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=throughput:1%"))
-    _, warnings = check_gates(now, settings, base)
-    (spread,) = [w for w in warnings if "spread too wide" in w]
-    tput = METRICS["throughput"]
-    assert f"% of {tput.show(now.throughput_proofs_per_hour)} (3 samples" in spread, spread
-
-
-_FIGURES = dict(
-    test=CASE, label="local", kind="winning", batch_size=1, concurrency=1, proofs_ok=5, proofs_failed=0,
-    wall_s=1.0,
-)  # fmt: skip

@@ -132,11 +132,12 @@ def write_old(
     engine.dispose()
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
 def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) -> None:
     assert "sampler_interval_s" not in build_metadata(1).tables["tests"].c
     assert "host_id" not in build_metadata(2).tables["runs"].c
     assert "samples" not in build_metadata(3).tables["tests"].c
+    assert "gpu_p50_ms" not in build_metadata(5).tables["tests"].c
     old_host = host(hostname="first-a40")
     run = RunRecord(host=old_host, daemon_build="old-build", label="a40", extra={})
     old = make_test(run.run_id, sampler_interval_s=0.1 if version > 1 else None)
@@ -144,7 +145,7 @@ def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) ->
 
     with ResultsDB(db_url) as db:
         with db.engine.connect() as conn:
-            assert schema_version(conn) == SCHEMA_VERSION == 5
+            assert schema_version(conn) == SCHEMA_VERSION == 6
             runs = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
         assert {"hostname", "host_id"} <= runs
         (row,) = db.rows()
@@ -167,6 +168,7 @@ def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) ->
         ]
         assert [r.test.warmup_rss_peak_bytes for r in rows] == [None, 230 * GIB]
         assert [r.test.samples for r in rows] == [None, samples], "no samples before v4: None, not empty"
+        assert rows[0].test.gpu_p50_ms is None, "no stage figures before v6"
         assert migrate(db.engine) == SCHEMA_VERSION  # a second pass changes nothing
 
 
