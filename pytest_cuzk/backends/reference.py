@@ -146,8 +146,19 @@ class ReferenceEngine(SpawnedDaemon):
 
     @staticmethod
     def check_settings(settings: Settings) -> None:
-        """Its preset: in two places that disagree, or unknown, is one line at configure time."""
+        """Its preset and its base config: a disagreement or a bad key is one line at configure time.
+
+        The config is read as cuzk-ref reads it, keys the plugin overrides too: a value it cannot
+        use is the user's to fix, not something the run may hide by overriding it.
+        """
         ref_preset(settings)
+        if settings.config is not None:
+            from ..refengine.config import ConfigError, parse_config
+
+            try:
+                parse_config(daemon_config(settings.config, {}), str(settings.config))
+            except ConfigError as exc:
+                raise CuzkError(f"{exc}: fix the config (it is cuzk-ref's, as -c reads it)") from None
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
