@@ -59,6 +59,7 @@ class CuzkSession:
         self.notes: list[str] = []
         self.not_run: list[tuple[str, str]] = []  # (nodeid, why) of cuzk tests whose setup failed or skipped
         self.collected = False  # whether any collected test uses the plugin
+        self.deselected: list[pytest.Item] = []  # by -k, -m, --deselect and the plugin: what the run left out
         self.known: list[tuple[str, str]] = []  # (nodeid, why) of cases failing with a known engine bug
         self.interrupted = False
         self._choice: DaemonChoice | None = None
@@ -200,14 +201,21 @@ class CuzkSession:
                 params = case_params(labels, choice.attached, self.settings, name)
                 metafunc.parametrize(name, params)
 
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        self.deselected.extend(items)
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Check ``cuzk_kinds`` markers, and group cuzk tests so a spawned daemon restarts once per size."""
+        """Check ``cuzk_kinds`` markers and the selection, and group cuzk tests by batch size.
+
+        Grouped, a spawned daemon restarts once per size; a selection that keeps no suite case
+        to measure is a usage error that says why and what would run.
+        """
         self.collected = any(uses_cuzk(item) for item in items)
-        if not self.collected:
+        if not self.collected and not any(uses_cuzk(item) for item in self.deselected):
             return  # nothing of cuzk here: not even its modules are loaded
         from pytest_cuzk.run.cases import order_items
-        from pytest_cuzk.run.selection import marker_problems, unasked_scenarios
+        from pytest_cuzk.run.selection import marker_problems, nothing_measured, unasked_scenarios
 
         if bad := marker_problems(items):
             transport.stop_collection(self.config, items, "; ".join(bad))
@@ -219,6 +227,9 @@ class CuzkSession:
                 f"{plural(len(left_out), 'load scenario test')} of the suite not run: they take minutes; "
                 "pass --cuzk-scenarios, or name them (-k test_server, test_priority or test_sweep)"
             )
+        if why := nothing_measured(self.config, self.settings, items, self.deselected):
+            transport.stop_collection(self.config, items, why)
+            return
         order_items(items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
