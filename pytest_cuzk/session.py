@@ -103,11 +103,7 @@ class CuzkSession:
     def client(
         self, backend: DaemonBackend, rss_peak: Callable[[], int | None] = lambda: None
     ) -> ProvingClient:
-        """A client of ``backend`` whose every call is watched.
-
-        A daemon that dies or stops mid-call fails the call within a poll, named so, not at
-        its deadline (--cuzk-proof-timeout).
-        """
+        """A watched client: a daemon dead or stopped mid-call fails it within a poll, not at its deadline."""
         from pytest_cuzk.backends import fate
         from pytest_cuzk.daemon.client import ProvingClient
 
@@ -206,11 +202,7 @@ class CuzkSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Check ``cuzk_kinds`` markers and the selection, and group cuzk tests by batch size.
-
-        Grouped, a spawned daemon restarts once per size; a selection that keeps no suite case
-        to measure is a usage error that says why and what would run.
-        """
+        """Check markers and that a case is kept to measure; group tests so a daemon restarts once a size."""
         self.collected = any(uses_cuzk(item) for item in items)
         if not self.collected and not any(uses_cuzk(item) for item in self.deselected):
             return  # nothing of cuzk here: not even its modules are loaded
@@ -229,7 +221,6 @@ class CuzkSession:
             )
         if why := nothing_measured(self.config, self.settings, items, self.deselected):
             transport.stop_collection(self.config, items, why)
-            return
         order_items(items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
