@@ -378,6 +378,7 @@ class CuzkSession:
             "host": host_info().machine_dict(),
             "daemon": ", ".join(sorted({b.profile().build() for b in backends})),
             **self.choice.ab_identity(),
+            "daemon_config": self.choice.config_info(),  # so a comparison can say which keys differ
             # host describes where pytest ran; a remote daemon's hardware is not in it
             "remote_daemons": [b.address for b in backends if not b.local],
         }

@@ -17,6 +17,7 @@ from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.host.info import host_info
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.measure.ledger import series_name
+from pytest_cuzk.sinks.view import config_info
 
 from ..backends.protocol import ColdStart
 from ..verdicts.baseline import compared_with
@@ -182,7 +183,7 @@ def run_page(
         "host": host_info(),
         "settings": s,
         "gates": gates(s),
-        "baseline": compared.lines() if (compared := compared_with(config)) is not None else [],
+        "baseline": compared.lines(config_info(session)) if (compared := compared_with(config)) else [],
         "metrics": list(METRICS.values()),
         # a scenario has a case too, and a table of its own
         "cases_run": [e for e in entries if (e.case or e.figures) is not None and e.scenario is None],

@@ -20,6 +20,7 @@ from pytest_cuzk.core import compat
 from pytest_cuzk.core.compat import SavedRun
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.verdicts.runspread import saved_runs_beside
+from pytest_cuzk.wire.daemonconfig import config_changes
 
 __all__ = ["PLUGIN", "Baseline", "compared_with", "describe_run", "load_baseline"]
 
@@ -42,13 +43,20 @@ def load_baseline(path: Path) -> SavedRun:
         ) from exc
 
 
-def describe_run(run: SavedRun) -> str:
-    """``FILE (build ..., saved DATE)``: which run a comparison was made with."""
+def describe_run(run: SavedRun, current: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """``FILE (build ..., saved DATE)``: which run a comparison was made with.
+
+    Against ``current`` (this run's builds and their config keys), a saved run of the same binary
+    under another config says which keys differ: it is another build, not the same one.
+    """
     info = run.data.get("machine_info")
     cuzk = info.get("cuzk") if isinstance(info, Mapping) else None
     build = cuzk.get("daemon") if isinstance(cuzk, Mapping) else None
     when = str(run.data.get("datetime") or "date unknown").replace("T", " ").partition(".")[0]
-    return f"{run.path} (build {build or 'unknown'}, saved {when})"
+    saved = cuzk.get("daemon_config") if isinstance(cuzk, Mapping) else None
+    changes = config_changes(saved, current) if isinstance(saved, Mapping) and current else []
+    differs = f"; config differs: {', '.join(changes)}" if changes else ""
+    return f"{run.path} (build {build or 'unknown'}, saved {when}{differs})"
 
 
 class Baseline:
@@ -102,10 +110,13 @@ class Baseline:
             self.unsaved = compat.keep_from_storage(self.config)
         return (yield)
 
-    def lines(self) -> list[str]:
-        """What the summary says of the baseline: the run compared with, and a save refused."""
+    def lines(self, current: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
+        """What the summary says of the baseline: the run compared with, and a save refused.
+
+        ``current`` holds this run's builds and their config keys, to say which keys differ.
+        """
         run = self.run()
-        lines = [f"compared with {describe_run(run)}"] if run is not None else []
+        lines = [f"compared with {describe_run(run, current)}"] if run is not None else []
         if self.unsaved:
             lines.append(
                 f"this run failed or was interrupted: not saved as a baseline ({self.unsaved!r}); "
