@@ -59,6 +59,7 @@ class CuzkSession:
         self.notes: list[str] = []
         self.not_run: list[tuple[str, str]] = []  # (nodeid, why) of cuzk tests whose setup failed or skipped
         self.collected = False  # whether any collected test uses the plugin
+        self.deselected: list[pytest.Item] = []  # by -k, -m, --deselect and the plugin: what the run left out
         self.known: list[tuple[str, str]] = []  # (nodeid, why) of cases failing with a known engine bug
         self.interrupted = False
         self._choice: DaemonChoice | None = None
@@ -102,11 +103,7 @@ class CuzkSession:
     def client(
         self, backend: DaemonBackend, rss_peak: Callable[[], int | None] = lambda: None
     ) -> ProvingClient:
-        """A client of ``backend`` whose every call is watched.
-
-        A daemon that dies or stops mid-call fails the call within a poll, named so, not at
-        its deadline (--cuzk-proof-timeout).
-        """
+        """A watched client: a daemon dead or stopped mid-call fails it within a poll, not at its deadline."""
         from pytest_cuzk.backends import fate
         from pytest_cuzk.daemon.client import ProvingClient
 
@@ -200,14 +197,17 @@ class CuzkSession:
                 params = case_params(labels, choice.attached, self.settings, name)
                 metafunc.parametrize(name, params)
 
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        self.deselected.extend(items)
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Check ``cuzk_kinds`` markers, and group cuzk tests so a spawned daemon restarts once per size."""
+        """Check markers and that a case is kept to measure; group tests so a daemon restarts once a size."""
         self.collected = any(uses_cuzk(item) for item in items)
-        if not self.collected:
+        if not self.collected and not any(uses_cuzk(item) for item in self.deselected):
             return  # nothing of cuzk here: not even its modules are loaded
         from pytest_cuzk.run.cases import order_items
-        from pytest_cuzk.run.selection import marker_problems, unasked_scenarios
+        from pytest_cuzk.run.selection import marker_problems, nothing_measured, unasked_scenarios
 
         if bad := marker_problems(items):
             transport.stop_collection(self.config, items, "; ".join(bad))
@@ -219,6 +219,8 @@ class CuzkSession:
                 f"{plural(len(left_out), 'load scenario test')} of the suite not run: they take minutes; "
                 "pass --cuzk-scenarios, or name them (-k test_server, test_priority or test_sweep)"
             )
+        if why := nothing_measured(self.config, self.settings, items, self.deselected):
+            transport.stop_collection(self.config, items, why)
         order_items(items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -376,6 +378,7 @@ class CuzkSession:
             "host": host_info().machine_dict(),
             "daemon": ", ".join(sorted({b.profile().build() for b in backends})),
             **self.choice.ab_identity(),
+            "daemon_config": self.choice.config_info(),  # so a comparison can say which keys differ
             # host describes where pytest ran; a remote daemon's hardware is not in it
             "remote_daemons": [b.address for b in backends if not b.local],
         }

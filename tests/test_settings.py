@@ -244,3 +244,37 @@ def test_an_options_provenance_is_typed_and_reads_as_the_place_it_came_from(pyte
         ("environment variable PYTEST_CUZK_PROOFS", "environment variable", True),
     ]
     assert copy.deepcopy(flag).given and copy.deepcopy(flag) == flag, "copied (to a worker) it stays typed"
+
+
+MEMORY = "at most .*, as this host has .* of memory available"
+UNTIMED = ("--cuzk-proofs", "--cuzk-max-proofs", "--cuzk-stability", "--cuzk-background-in-flight")
+BOUNDED = [
+    *((flag, "1e300", "at most 9223372036, as the longest wait this host") for flag in DECIMAL_OPTIONS
+      if flag not in UNTIMED),
+    ("--cuzk-proofs", "1e15", f"{MEMORY}, for records of up to 4 KiB"),
+    ("--cuzk-max-proofs", "1e15", MEMORY),
+    ("--cuzk-stability", "150", "at most 100, as a band wider than the mean itself admits a window of no"),
+    ("--cuzk-background-in-flight", "1e9", r"at most \d+, as (ulimit -u allows|the kernel allows)"),
+    ("--cuzk-concurrency", "1000000000", r"2000000000 proofs in flight need a thread each; at most \d+, as"),
+    ("--cuzk-batch-sizes", "1000000000", r"1000000000 proofs in flight need a thread each; at most \d+, as"),
+    ("--cuzk-slo", "winning:99999999999s", "latency bound .* at most 9223372036, as the longest wait"),
+    ("--cuzk-min-throughput", "winning:99999999999999999999/h", "at most .*, as no proof can take less"),
+    ("--cuzk-max-rss", "99999999TiB", "at most .*, as no 64-bit process can hold more"),
+    ("--cuzk-ab-seed", "1e17", "at most 9007199254740992, as a larger whole number is not read exactly"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), BOUNDED)
+def test_every_numeric_option_is_refused_above_what_the_host_can_hold(pytester, flag, value, message):
+    """Each bound is the host's (its longest wait, threads, memory), and its error says which."""
+    args = [f"{flag}={value}"] + (["--cuzk-ab=ref"] if flag == "--cuzk-ab-seed" else [])
+    with pytest.raises(pytest.UsageError, match=f"{flag}.*{message}|{message}") as caught:
+        resolve_settings(pytester.parseconfig(*args))
+    assert flag in str(caught.value)
+
+
+def test_a_huge_concurrency_stops_a_real_run_at_once(pytester):
+    """It once built a billion requests for two minutes, printing nothing, until the host ran out."""
+    result = pytester.runpytest("--cuzk-daemon=ref", "--cuzk-concurrency=1000000000")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*proofs in flight need a thread each; at most *"])

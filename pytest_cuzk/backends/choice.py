@@ -45,6 +45,11 @@ class DaemonChoice:
         """The A/B baseline's build, for machine info beside the candidate's (none without --cuzk-ab)."""
         return {"ab_baseline_daemon": self.baseline.profile().build()} if self.baseline is not None else {}
 
+    def config_info(self) -> dict[str, dict[str, str]]:
+        """Each build's config keys (masked), where the plugin knows them: for machine info."""
+        profiles = [b.profile() for b in self.every]
+        return {p.build(): config.keys for p in profiles if (config := p.config()) is not None}
+
     @property
     def every(self) -> tuple[DaemonBackend, ...]:
         """Every daemon of the run, the A/B baseline too: what is stopped at its end."""

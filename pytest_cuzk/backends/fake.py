@@ -29,6 +29,7 @@ from pytest_cuzk.core.errors import DaemonExited
 from pytest_cuzk.results.rows import HostRecord
 
 from ..proto import pb, pb_grpc
+from ..wire.daemonconfig import DaemonConfig
 from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, UnknownKind, by_circuit, by_enum
 from ..wire.vanilla import write_vanilla_proofs
 from .protocol import (
@@ -211,6 +212,9 @@ class FakeProfile:
 
     def build(self) -> str:
         return self.identity()
+
+    def config(self) -> DaemonConfig | None:
+        return None
 
     def preset(self) -> str | None:
         return None

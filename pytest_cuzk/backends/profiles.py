@@ -16,6 +16,7 @@ from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.daemon.client import ProvingClient
 
+from ..wire.daemonconfig import DaemonConfig
 from ..wire.kinds import ProofKindInfo
 from .protocol import EngineProfile, Verifier
 
@@ -79,8 +80,9 @@ class CuzkProfile:
     every proof gets the structure check, and PoRep proofs were self-checked by cuzk.
     """
 
-    def __init__(self, identity: str) -> None:
+    def __init__(self, identity: str, config: DaemonConfig | None = None) -> None:
         self._identity = identity
+        self._config = config
 
     def manifest(self) -> Path | None:
         return None
@@ -89,10 +91,13 @@ class CuzkProfile:
         return None
 
     def identity(self) -> str:
-        return self._identity
+        return self.build()
 
     def build(self) -> str:
-        return self._identity
+        return f"{self._identity} {self._config.tag}" if self._config is not None else self._identity
+
+    def config(self) -> DaemonConfig | None:
+        return self._config
 
     def preset(self) -> str | None:
         return None
@@ -145,4 +150,5 @@ def detect_profile(
         version=labels.get("version"),
         behave=labels.get("behave"),
         prover=labels.get("prover"),
+        config=fallback.config(),  # what the plugin started it with, where it did
     )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pytest
 
+from ..wire.daemonconfig import DaemonConfig
 from ..wire.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
@@ -140,6 +141,9 @@ class EngineProfile(Protocol):
 
     def build(self) -> str:
         """The build as known before its daemon answers: machine info, compared between runs by equality."""
+
+    def config(self) -> DaemonConfig | None:
+        """The configuration the plugin started it with (its digest ends the build's name); None: unknown."""
 
     def preset(self) -> str | None:
         """The reference engine's circuit-size preset; None for a real cuzk."""

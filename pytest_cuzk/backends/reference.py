@@ -7,6 +7,9 @@ the reference engine.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +25,7 @@ from pytest_cuzk.core.progress import StatusLine
 
 from .. import __version__
 from ..proto import pb
+from ..wire.daemonconfig import DaemonConfig, config_record
 from ..wire.kinds import ProofKindInfo
 from .process import daemon_config
 from .profiles import CUZK_KNOWN_ISSUES, known_issue, ref_labels
@@ -55,6 +59,7 @@ class RefProfile:
         version: str | None = None,
         behave: str | None = None,
         prover: str | None = None,
+        config: DaemonConfig | None = None,
     ) -> None:
         self._preset = preset
         self.param_cache = param_cache
@@ -62,6 +67,7 @@ class RefProfile:
         self.version = version or __version__
         self.behave = behave
         self.prover = prover
+        self._config = config
 
     def manifest(self) -> Path:
         """Generated data, made once per cache dir (locked across xdist workers).
@@ -99,7 +105,11 @@ class RefProfile:
     def build(self) -> str:
         """Without the prover: a spawned engine says which it chose only once it runs."""
         behave = f" behave={self.behave}" if self.behave else ""
-        return f"cuzk-ref {self.version} preset={self._preset}{behave}"
+        tag = f" {self._config.tag}" if self._config is not None else ""
+        return f"cuzk-ref {self.version} preset={self._preset}{behave}{tag}"
+
+    def config(self) -> DaemonConfig | None:
+        return self._config
 
     def preset(self) -> str | None:
         return self._preset
@@ -146,8 +156,19 @@ class ReferenceEngine(SpawnedDaemon):
 
     @staticmethod
     def check_settings(settings: Settings) -> None:
-        """Its preset: in two places that disagree, or unknown, is one line at configure time."""
+        """Its preset and its base config: a disagreement or a bad key is one line at configure time.
+
+        The config is read as cuzk-ref reads it, keys the plugin overrides too: a value it cannot
+        use is the user's to fix, not something the run may hide by overriding it.
+        """
         ref_preset(settings)
+        if settings.config is not None:
+            from ..refengine.config import ConfigError, parse_config
+
+            try:
+                parse_config(daemon_config(settings.config, {}), str(settings.config))
+            except ConfigError as exc:
+                raise CuzkError(f"{exc}: fix the config (it is cuzk-ref's, as -c reads it)") from None
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "pytest_cuzk.refengine.cli"]
@@ -187,8 +208,19 @@ class ReferenceEngine(SpawnedDaemon):
     def profile(self) -> EngineProfile:
         settings = self.settings
         return RefProfile(
-            self.preset, self.param_cache(), settings.data_dir, behave=self.behave(), prover=self.prover
-        )
+            self.preset, self.param_cache(), settings.data_dir, behave=self.behave(), prover=self.prover,
+            config=self.config_record(),
+        )  # fmt: skip
+
+    def config_record(self) -> DaemonConfig:
+        """Its base config and the faults its environment adds (``CUZK_REF_FAULTS``): both change it."""
+        from ..refengine.config import FAULTS_ENV
+
+        table = daemon_config(self.settings.config, {})
+        if faults := os.environ.get(FAULTS_ENV):
+            with contextlib.suppress(ValueError):  # cuzk-ref refuses it at its start, and says why
+                table.setdefault("ref", {}).setdefault("faults", {}).update(json.loads(faults))
+        return config_record(table)
 
     def identity(self) -> str:
         return self.profile().identity()

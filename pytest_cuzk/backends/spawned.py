@@ -27,6 +27,7 @@ from pytest_cuzk.core.errors import CuzkError, DaemonExited, ReadinessError
 from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.results.rows import HostRecord
 
+from ..wire.daemonconfig import DaemonConfig, config_record
 from ..wire.kinds import ProofKindInfo
 from .health import probe
 from .process import DaemonProcess, daemon_config, listen_address, stuck_state
@@ -122,10 +123,14 @@ class SpawnedDaemon:
         return PceRule(self.param_cache(), fresh)
 
     def profile(self) -> EngineProfile:
-        return CuzkProfile(self.identity())
+        return CuzkProfile(self.identity(), self.config_record())
 
     def identity(self) -> str:
         raise NotImplementedError
+
+    def config_record(self) -> DaemonConfig:
+        """The base config it is started with, less what the plugin sets each start: part of its build."""
+        return config_record(daemon_config(self.settings.config, {}))
 
     # --- the Protocol -----------------------------------------------------------------------------
     @property
@@ -300,11 +305,12 @@ class SpawnedCuzk(SpawnedDaemon):
                     compiled = head.read(4) == b"\x7fELF"
             except OSError:
                 compiled = False  # its start will fail and say why
-            self._engine = CuzkProfile(self.identity()) if compiled else self._identify()
+            cuzk = compiled and CuzkProfile(self.identity(), self.config_record())
+            self._engine = cuzk or self._identify()
         return self._engine
 
     def _identify(self) -> EngineProfile:
-        fallback = CuzkProfile(self.identity())
+        fallback = CuzkProfile(self.identity(), self.config_record())
         workdir = self.workspace.subdir(f"{self.label}-identify-")
         overrides: dict[str, dict[str, Any]] = {k: dict(v) for k, v in LOWMEM_OVERRIDES.items()}
         overrides.setdefault("daemon", {})["listen"] = listen_address(workdir)

@@ -23,6 +23,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 from pytest_cuzk.config import values
 from pytest_cuzk.config.options import OPTIONS, REF_PRESETS, Where, option_value
 from pytest_cuzk.config.slo import Slo
+from pytest_cuzk.host.limits import thread_limit
 from pytest_cuzk.wire.kinds import UnknownKind, by_name
 from pytest_cuzk.wire.redact import redact
 
@@ -171,10 +172,12 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"Invalid value {lowmem!r} from {raw['lowmem-warmup'][1]}: use auto, on or off"
         )
-    proofs, max_proofs = (values.whole(*raw[name]) for name in ("proofs", "max-proofs"))
+    proofs, max_proofs = (values.proof_count(*raw[name]) for name in ("proofs", "max-proofs"))
     if max_proofs < proofs:
         why = f"below the minimum of {proofs} proofs ({raw['proofs'][1]})"
         raise pytest.UsageError(f"Invalid number {max_proofs} from {raw['max-proofs'][1]}: {why}")
+    batch_sizes, concurrency = (values.ints(*raw[name]) for name in ("batch-sizes", "concurrency"))
+    values.in_flight((batch_sizes, raw["batch-sizes"][1]), (concurrency, raw["concurrency"][1]))
     results_db = raw["results-db"][0]
     return Settings(
         daemon=daemon,
@@ -187,8 +190,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
         manifest=path("manifest"),
         inputs=inputs,
         offline=bool(raw["offline"][0]),
-        download_stall=values.number(*raw["download-stall"]),
-        download_timeout=values.number(*raw["download-timeout"]),
+        download_stall=values.seconds(*raw["download-stall"]),
+        download_timeout=values.seconds(*raw["download-timeout"]),
         allow_missing=bool(raw["allow-missing"][0]),
         scenarios=bool(raw["scenarios"][0]),
         requested=any(where.given for _, where in raw.values()),
@@ -196,18 +199,18 @@ def resolve_settings(config: pytest.Config) -> Settings:
         lowmem_warmup=lowmem,
         preset=values.choice(*raw["preset"], REF_PRESETS),
         preset_from=str(raw["preset"][1]) if raw["preset"][1].given else None,
-        start_timeout=values.number(raw["start-timeout"][0], raw["start-timeout"][1]),
-        ready_timeout=values.number(raw["ready-timeout"][0], raw["ready-timeout"][1]),
-        warmup_timeout=values.number(raw["warmup-timeout"][0], raw["warmup-timeout"][1]),
-        proof_timeout=values.number(raw["proof-timeout"][0], raw["proof-timeout"][1]),
-        batch_sizes=values.ints(raw["batch-sizes"][0], raw["batch-sizes"][1]),
-        concurrency=values.ints(raw["concurrency"][0], raw["concurrency"][1]),
+        start_timeout=values.seconds(*raw["start-timeout"]),
+        ready_timeout=values.seconds(*raw["ready-timeout"]),
+        warmup_timeout=values.seconds(*raw["warmup-timeout"]),
+        proof_timeout=values.seconds(*raw["proof-timeout"]),
+        batch_sizes=batch_sizes,
+        concurrency=concurrency,
         proofs=proofs,
         sample_interval=values.interval(raw["sample-interval"][0], raw["sample-interval"][1]),
         max_proofs=max_proofs,
-        case_budget=values.number(*raw["case-budget"]),
-        window=values.number(*raw["window"]),
-        stability=values.number(*raw["stability"]),
+        case_budget=values.seconds(*raw["case-budget"]),
+        window=values.seconds(*raw["window"]),
+        stability=values.percent_band(*raw["stability"]),
         min_throughput=values.kind_map(raw["min-throughput"][0], raw["min-throughput"][1], values.throughput),
         max_rss=values.kind_map(raw["max-rss"][0], raw["max-rss"][1], values.size),
         max_vram=values.kind_map(raw["max-vram"][0], raw["max-vram"][1], values.size),
@@ -221,8 +224,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
         status=values.identities(*raw["status"], "ADDR=HOST:PORT", len(attach)),
         results_db=values.results_db(results_db, raw["results-db"][1]) if results_db else None,
         slo=values.kind_map(raw["slo"][0], raw["slo"][1], values.slo),
-        scenario_budget=values.number(*raw["scenario-budget"]),
-        background_in_flight=values.whole(*raw["background-in-flight"]),
+        scenario_budget=values.seconds(*raw["scenario-budget"]),
+        background_in_flight=values.whole(*raw["background-in-flight"], thread_limit()),
         **_ab(raw, attach, path),
     )
 

@@ -13,6 +13,14 @@ from typing import Any
 import pytest
 
 from pytest_cuzk.config.slo import Slo, parse_slo
+from pytest_cuzk.host.limits import (
+    Bound,
+    address_space,
+    available_memory,
+    clock_resolution_s,
+    thread_limit,
+    wait_bound,
+)
 from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
 from pytest_cuzk.wire.redact import redact
 from pytest_cuzk.wire.units import parse_size, parse_thresholds
@@ -20,15 +28,29 @@ from pytest_cuzk.wire.units import parse_size, parse_thresholds
 __all__ = ["COMPARE_METRICS", "MIN_INTERVAL_S", "THIS_DAEMON", "daemon_value"]  # parsers: values.NAME
 
 MIN_INTERVAL_S = 0.005  # the memory sampler cannot sample faster
+EXACT_WHOLE = 2**53  # the largest whole number a float (how options are read) holds exactly
+PROOF_RECORD_BYTES = 4096
+"""What the plugin keeps of one proof for the rest of its case (its outcome record, its samples): a
+ceiling that tests/run checks against a real record, so that a proof count the host cannot hold is
+refused at once."""
+
+
+def _bounded(value: Any, shown: Any, where: str, bound: Bound | None, what: str = "number") -> None:
+    if bound is not None and bound.refuses(value):
+        raise pytest.UsageError(
+            f"Invalid {what} {shown!r} from {where}: at most {bound.shown()}, as {bound.why}"
+        )
 
 
 def size(text: str, where: str) -> int:
     if re.fullmatch(r"\s*[\d.]+\s*", str(text)):  # bytes by default: 200 would be 200 bytes, not 200 GiB
         raise pytest.UsageError(f"Invalid size {text!r} from {where}: give its unit, e.g. {text.strip()}GiB")
     try:
-        return parse_size(text, where)
+        value = parse_size(text, where)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from exc
+    _bounded(value, text, where, address_space(), "size")
+    return value
 
 
 def kind_map(text: str | None, where: str, parse: Any) -> dict[str, Any]:
@@ -54,9 +76,14 @@ def kind_map(text: str | None, where: str, parse: Any) -> dict[str, Any]:
 
 def slo(text: str, where: str) -> Slo:
     try:
-        return parse_slo(text, where)
+        bound = parse_slo(text, where)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from exc
+    longest = wait_bound()
+    if not math.isfinite(bound.seconds or bound.times_idle or 0.0):
+        raise pytest.UsageError(f"Invalid latency bound {text!r} from {where}: must be a finite number")
+    _bounded(bound.seconds or 0.0, text, where, longest, "latency bound")
+    return bound
 
 
 def throughput(text: str, where: str) -> float:
@@ -65,6 +92,9 @@ def throughput(text: str, where: str) -> float:
         raise pytest.UsageError(
             f"Invalid throughput {text!r} from {where}: use proofs per hour, e.g. porep:50/h"
         )
+    tick = clock_resolution_s()
+    fastest = Bound(3600 / tick, f"no proof can take less than one {tick:g} s tick of this host's clock")
+    _bounded(float(m.group(1)), text, where, fastest, "throughput")
     return float(m.group(1))
 
 
@@ -91,7 +121,24 @@ def ints(text: Any, where: str) -> tuple[int, ...]:
     return values
 
 
-def number(text: Any, where: str) -> float:
+def in_flight(batch_sizes: tuple[tuple[int, ...], str], concurrency: tuple[tuple[int, ...], str]) -> None:
+    """The most proofs a case keeps in flight (batch × concurrency) fit the threads this host allows.
+
+    Each proof in flight is awaited on a thread of its own; what their requests take of memory is
+    checked once the kind's request size is known (``run.execution``).
+    """
+    (batches, batch_where), (levels, level_where) = batch_sizes, concurrency
+    most, limit = max(batches) * max(levels), thread_limit()
+    if limit is not None and limit.refuses(most):
+        raise pytest.UsageError(
+            f"Invalid batch sizes and concurrency ({batch_where} {max(batches)} x {level_where} "
+            f"{max(levels)}): {most} proofs in flight need a thread each; at most {limit.most:.0f}, "
+            f"as {limit.why}"
+        )
+
+
+def number(text: Any, where: str, bound: Bound | None = None) -> float:
+    """A finite number above 0 and within ``bound``."""
     try:
         value = float(text)
     except (TypeError, ValueError) as exc:
@@ -100,18 +147,38 @@ def number(text: Any, where: str) -> float:
         raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be a finite number above 0")
     if value <= 0:
         raise pytest.UsageError(f"Invalid number {text!r} from {where}: must be above 0")
+    _bounded(value, text, where, bound)
     return value
 
 
-def whole(text: Any, where: str) -> int:
-    value = number(text, where)
+def seconds(text: Any, where: str) -> float:
+    """A time: no longer than the host can wait."""
+    return number(text, where, wait_bound())
+
+
+def percent_band(text: Any, where: str) -> float:
+    """A band around a mean, in percent: beyond 100 it admits a window with no proof at all."""
+    return number(text, where, Bound(100, "a band wider than the mean itself admits a window of no proofs"))
+
+
+def whole(text: Any, where: str, bound: Bound | None = None) -> int:
+    value = number(text, where, Bound(EXACT_WHOLE, "a larger whole number is not read exactly"))
     if value != int(value):
         raise pytest.UsageError(f"Invalid number {value!r} from {where}: use a whole number")
+    _bounded(value, text, where, bound)
     return int(value)
 
 
+def proof_count(text: Any, where: str) -> int:
+    """A number of proofs a case keeps records of: no more than the host's free memory holds."""
+    free = available_memory()
+    per_proof = f"{PROOF_RECORD_BYTES >> 10} KiB"
+    holds = Bound(free.most // PROOF_RECORD_BYTES, f"{free.why}, for records of up to {per_proof} a proof")
+    return whole(text, where, holds)
+
+
 def interval(text: Any, where: str) -> float:
-    value = number(text, where)
+    value = seconds(text, where)
     if value < MIN_INTERVAL_S:
         raise pytest.UsageError(
             f"Invalid interval {text!r} from {where}: the sampler needs {MIN_INTERVAL_S}s or more"

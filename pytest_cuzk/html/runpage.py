@@ -17,6 +17,7 @@ from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.host.info import host_info
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.measure.ledger import series_name
+from pytest_cuzk.sinks.view import config_info
 
 from ..backends.protocol import ColdStart
 from ..verdicts.baseline import compared_with
@@ -183,7 +184,7 @@ def run_page(
         "host": host_info(),
         "settings": s,
         "gates": gates(s),
-        "baseline": base.lines() if (base := compared_with(config)) is not None else [],
+        "baseline": base.lines(config_info(session)) if (base := compared_with(config)) is not None else [],
         "compared": compared(config, session.rows),
         "metrics": list(METRICS.values()),
         # a scenario has a case too, and a table of its own

@@ -15,6 +15,7 @@ from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
 from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.verdicts.comparison import Side, compare
+from pytest_cuzk.wire.daemonconfig import config_changes
 
 from .errors import PerfError
 from .queries import figure, group, labels
@@ -80,6 +81,12 @@ def compare_rows(
     return out, failures, unproven
 
 
+def _config(build: str, rows: list[ResultRow]) -> dict[str, dict[str, str]]:
+    """The build's config keys as its runs recorded them (none before configs were recorded)."""
+    recorded = [keys for r in rows if isinstance(keys := r.run.extra.get("daemon_config"), dict)]
+    return {build: recorded[0]} if recorded else {}
+
+
 def cmd_compare(db: ResultsDB, args: argparse.Namespace) -> int:
     """Per-kind deltas from build A to build B; exit 1 on a significant regression beyond a --fail limit."""
     names = [resolve_build(db, n) for n in (args.build_a, args.build_b)]
@@ -88,6 +95,8 @@ def cmd_compare(db: ResultsDB, args: argparse.Namespace) -> int:
     if not out:
         raise PerfError(f"{names[0]!r} and {names[1]!r} share no kind/batch/j measured on one host")
     print(f"A = {names[0]}\nB = {names[1]}")
+    if changes := config_changes(_config(names[0], a), _config(names[1], b)):
+        print(f"one binary, two configs: {'; '.join(changes)}")
     heads = ("kind", ">batch", ">j", "host", "metric", ">A", ">B", ">delta", "evidence", ">limit", "verdict")
     print(table(heads, out))
     for line in unproven + failures:

@@ -5,9 +5,10 @@ RTX 4090 reads 24564, nvidia-smi's figure. ``cpu_ram`` is the whole machine's: a
 of a machine (``gpu_frac`` below 1) gets the share of its RAM that it gets of its CPUs,
 ``cpu_cores_effective / cpu_cores`` (vast.ai sizes an instance's RAM limit that way, and dstack's
 gpuhunt reads offers so), and past that share the instance is OOM-killed. Prices are rebuilt
-for the disk asked for: ``dph_total`` holds only the storage the search priced (5 GiB by default),
+for the disk asked for: ``dph_total`` holds only the storage the search priced (5 GB by default),
 so the machine's rate (``dph_base``, or ``discounted_dph_total`` reserved, less the searched
-storage ``storage_total_cost``) gets ``storage_cost`` ($/GB/month, over 30 days) for that disk.
+storage: ``storage_total_cost``, or else ``dph_total - dph_base``) gets ``storage_cost`` ($ per
+GB, 10^9 bytes, and month, over 30 days) for that disk.
 Only the fields below are read; the rest of an offer is ignored.
 """
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..wire.units import GIB, MIB
+from ..wire.units import MIB
 from .errors import PerfError
 
 __all__ = ["NEEDED", "Offer", "OfferFileError", "missing_fields", "read_offers"]
@@ -34,6 +35,10 @@ NEEDED: dict[str, tuple[Callable[[Offer], bool], str]] = {
     "cpu_ram": (lambda o: o.machine_ram_bytes is None, "the RAM checks answer '?'"),
     "dph_total": (lambda o: o.dph_total is None and o.dph_base is None, "no dollars per proof"),
     "storage_cost": (lambda o: o.storage_cost is None, "its disk is priced as the search priced it"),
+    "storage_total_cost": (
+        lambda o: o.storage_cost is not None and o.searched_storage is None,
+        "the storage its price holds is not known: its disk is priced as the search priced it",
+    ),
     "machine_id": (lambda o: o.machine_id is None, "it cannot match a measured machine"),
 }
 RESERVED: tuple[str, tuple[Callable[[Offer], bool], str]] = (
@@ -41,6 +46,7 @@ RESERVED: tuple[str, tuple[Callable[[Offer], bool], str]] = (
     (lambda o: o.reserved_dph_total is None, "no reserved price: no dollars per proof"),
 )
 HOURS_PER_MONTH = 30 * 24  # what vast.ai's storage_total_cost divides a month's storage_cost by
+GB = 10**9  # vast.ai prices storage per GB (its RAM "MB" are MiB, its disk GB are GB)
 
 
 class OfferFileError(PerfError):
@@ -86,20 +92,35 @@ class Offer:
         """The RAM the instance may use: its share of the machine's."""
         return None if self.machine_ram_bytes is None else int(self.machine_ram_bytes * self.share)
 
+    @property
+    def searched_storage(self) -> float | None:
+        """Dollars per hour of the storage the search priced into ``dph_total`` (and the reserved rate).
+
+        ``storage_total_cost`` where given; else what ``dph_total`` holds beyond ``dph_base``.
+        """
+        if self.storage_total_cost is not None:
+            return self.storage_total_cost
+        if self.dph_total is not None and self.dph_base is not None:
+            return max(0.0, self.dph_total - self.dph_base)
+        return None
+
     def hourly(self, disk_bytes: int, reserved: bool = False) -> float | None:
-        """Dollars per hour as rented: the machine at its on-demand or reserved rate, and the disk."""
-        searched = self.storage_total_cost or 0.0
-        if reserved:
-            rate = None if self.reserved_dph_total is None else self.reserved_dph_total - searched
-        elif self.dph_base is not None:
-            rate = self.dph_base
+        """Dollars per hour as rented: the machine at its on-demand or reserved rate, and the disk.
+
+        A price whose searched storage is not known, or an offer without ``storage_cost``, is the
+        price as the search priced it (said on stderr): the storage is never counted twice.
+        """
+        searched = self.searched_storage
+        listed = self.reserved_dph_total if reserved else self.dph_total  # with the searched storage
+        if reserved or self.dph_base is None:
+            rate = None if listed is None or searched is None else listed - searched
         else:
-            rate = None if self.dph_total is None else self.dph_total - searched
-        if rate is None:
-            return None
-        if self.storage_cost is None:  # said on stderr: the price holds the searched storage only
-            return rate + searched
-        return rate + self.storage_cost * disk_bytes / GIB / HOURS_PER_MONTH
+            rate = self.dph_base
+        if rate is not None and self.storage_cost is not None:
+            return rate + self.storage_cost * disk_bytes / GB / HOURS_PER_MONTH
+        if listed is not None:
+            return listed
+        return None if rate is None else rate + (searched or 0.0)
 
 
 def _text(v: Any) -> str:

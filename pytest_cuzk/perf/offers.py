@@ -20,6 +20,7 @@ from pytest_cuzk.sinks.tables import table
 
 from ..wire.units import GIB, format_bytes, plural
 from .errors import NOTHING, PerfError
+from .floors import FLOORS, PCE_FILE_BYTES
 from .gpus import matches
 from .offerfile import Offer, missing_fields, read_offers
 from .predict import Estimate, estimate
@@ -27,9 +28,9 @@ from .queries import NO_DATA, group
 
 __all__ = ["DISK", "as_json", "basis_text", "cmd_offers", "rank", "select"]
 
-# cuzk's 32 GiB parameter files (PoRep 44 GiB, WindowPoSt 57, WinningPoSt 0.18, SnapDeals 33), as
-# `curio fetch-params 32GiB` fetches them, and the PCE file its PoRep warm-up writes (about 25 GiB).
-DISK = int((44 + 57 + 0.18 + 33 + 25) * GIB)
+# cuzk's 32 GiB parameter files, as `curio fetch-params 32GiB` fetches them, and the PCE file its
+# PoRep warm-up writes.
+DISK = int(sum(f.srs_gib for f in FLOORS.values()) * GIB) + PCE_FILE_BYTES
 
 
 def _cheap(dph: float | None, most: float) -> bool:
@@ -85,6 +86,11 @@ def basis_text(e: Estimate) -> str:
 
 
 def _basis(e: Estimate) -> str:
+    text = _measured(e)
+    return f"{text}; {e.why}" if e.fits == "no" and e.why and e.why not in text else text
+
+
+def _measured(e: Estimate) -> str:
     if e.basis == "unknown":
         return f"unknown: {e.why}"
     if e.basis == "this machine":

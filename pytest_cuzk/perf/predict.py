@@ -19,6 +19,7 @@ from pytest_cuzk.measure.figures import METRICS, regression
 from pytest_cuzk.results.rows import ResultRow
 
 from ..wire.units import format_bytes
+from .floors import FLOORS
 from .gpus import gpu_key
 from .offerfile import Offer
 from .queries import figure, gpu_memory, gpus, group, joined, machine
@@ -143,12 +144,40 @@ def _hardware(rows: list[ResultRow]) -> str:
     return f"{joined(map(gpus, rows))} ({joined(r.run.label for r in rows)})"
 
 
+def against_floors(e: Estimate) -> Estimate:
+    """Where no measured peak decides, cuzk's documented floors do (``floors``).
+
+    An offer below the RAM or GPU-memory floor does not fit, whatever else is known of it; one
+    that fits by its measured RAM peak but whose VRAM neither a peak nor a floor vouches for
+    fits only perhaps (``?``).
+    """
+    floor, o = FLOORS.get(e.kind), e.offer
+    if floor is None or e.fits == "no":
+        return e
+    short = ""
+    if e.rss_peak is None and o.ram_bytes is not None and o.ram_bytes < floor.ram_bytes:
+        short = floor.ram_short(e.kind)
+    elif e.vram_peak is None and floor.vram_bytes is not None and o.gpu_ram_bytes is not None:
+        if floor.vram_misfit(o.gpu_ram_bytes):
+            short = floor.vram_short(e.kind, o.gpu_ram_bytes)
+    elif e.vram_peak is None and e.fits == "yes":
+        return replace(e, fits="?")
+    if not short:
+        return e
+    return replace(e, fits="no", lowmem="-", why=f"{e.why}; {short}" if e.why else short)
+
+
 def estimate(offer: Offer, kind: str, rows: list[ResultRow], margin: float, dph: float | None) -> Estimate:
     """The offer's estimate for ``kind`` from that kind's rows, at ``dph`` dollars per hour.
 
     RAM peaks must leave ``margin`` free. Measured on this very machine, its figure is also set
     against the hosts like it; recorded under its machine id with other GPUs, that is said.
+    Where no measured peak decides, cuzk's documented floors do.
     """
+    return against_floors(_estimate(offer, kind, rows, margin, dph))
+
+
+def _estimate(offer: Offer, kind: str, rows: list[ResultRow], margin: float, dph: float | None) -> Estimate:
     rows = [r for r in rows if r.test.proofs_per_hour]
     recorded = [r for r in rows if offer.machine_id is not None and r.run.host_id == offer.machine_id]
     mine = [r for r in recorded if _like(offer, r)]

@@ -11,6 +11,7 @@ param cache is a per-user directory (cuzk's default, ``/data/zk/params``, is roo
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_cuzk.host.limits import WAIT_MAX_S, Bound, address_space, thread_limit, total_memory, wait_bound
 from pytest_cuzk.host.paths import user_cache_dir
 
 from ..proto import pb
@@ -43,6 +45,7 @@ __all__ = [
 FAULTS_ENV = "CUZK_REF_FAULTS"
 GIB = 1 << 30
 BEHAVES = ("cuzk", "protocol")
+EXIT_STATUS_MAX = 255  # what a process can exit with (POSIX keeps the low 8 bits)
 
 
 class ConfigError(RefEngineError, ValueError):
@@ -187,9 +190,40 @@ def parse_faults(data: Mapping[str, Any], where: str) -> Faults:
     if values.get("stop_on_rpc", "") not in ("", *rpcs):
         known_rpcs = ", ".join(rpcs)
         raise ConfigError(f"{where}: stop_on_rpc names no RPC of cuzk.v1.ProvingEngine; one of {known_rpcs}")
+    for key in ("slow_factor", "start_delay_s", "grow_memory_mib_per_s"):
+        if key in values and not math.isfinite(values[key]):  # nan passes every check, then never acts
+            raise ConfigError(f"{where}: {key} must be a finite number, got {values[key]}")
     if values.get("slow_factor", 1.0) < 1.0:
         raise ConfigError(f"{where}: slow_factor must be at least 1, got {values['slow_factor']}")
+    _check_bounds(values, where, _fault_bounds())
+    exit_code = values.get("exit_before_ready")
+    if exit_code is not None and not 0 <= exit_code <= EXIT_STATUS_MAX:
+        raise ConfigError(
+            f"{where}: exit_before_ready must be 0 to {EXIT_STATUS_MAX}, got {exit_code}: "
+            "a process exits with its status's low 8 bits"
+        )
     return Faults(**values)
+
+
+def _fault_bounds() -> dict[str, tuple[str, Bound]]:
+    """Each bounded fault: the longest a slowed stage or a start may wait, the most memory to grow by."""
+    memory = total_memory()
+    grow = Bound(memory.most / (1 << 20), f"{memory.why}: growing faster is the same as all at once")
+    return {
+        "slow_factor": ("slow_factor", wait_bound()),  # a one-second stage slowed by it still ends
+        "start_delay_s": ("start_delay_s", wait_bound()),
+        "grow_memory_mib_per_s": ("grow_memory_mib_per_s", grow),
+    }
+
+
+def _check_bounds(values: Mapping[str, Any], where: str, bounds: Mapping[str, tuple[str, Bound]]) -> None:
+    """Each value within its host bound, the error naming the key, the bound and the host's figure."""
+    for attr, (key, bound) in bounds.items():
+        if attr in values and values[attr] is not None and bound.refuses(values[attr]):
+            raise ConfigError(
+                f"{where}: {key} must be at most {bound.shown()}, got {bound.shown(values[attr])}, "
+                f"as {bound.why}"
+            )
 
 
 def parse_config(data: Mapping[str, Any], where: str, env: Mapping[str, str] | None = None) -> RefConfig:
@@ -229,7 +263,34 @@ def parse_config(data: Mapping[str, Any], where: str, env: Mapping[str, str] | N
     return RefConfig(**values)
 
 
+def _key_bounds() -> dict[str, tuple[str, Bound]]:
+    """The upper bound of each numeric key: the threads, waits and memory this host can give it.
+
+    A batch holds each of its jobs' requests, up to cuzk's largest message each; workers and
+    synthesis tasks are a thread each.
+    """
+    memory, threads = total_memory(), thread_limit()
+    requests = Bound(
+        memory.most // units.MAX_MESSAGE_BYTES, f"{memory.why}, for jobs of up to 128 MiB of request each"
+    )
+    out = {
+        "max_batch_size": ("scheduler.max_batch_size", requests),
+        "max_batch_wait_ms": ("scheduler.max_batch_wait_ms", Bound(WAIT_MAX_S * 1000, wait_bound().why)),
+        "total_budget": ("memory.total_budget", address_space()),  # a config may be another host's
+        "safety_margin": ("memory.safety_margin", memory),  # more leaves an auto budget of nothing
+    }
+    if threads is not None:
+        for attr, key in (
+            ("synthesis_concurrency", "pipeline.synthesis_concurrency"),
+            ("synthesis_threads", "synthesis.threads"),
+            ("gpu_workers_per_device", "gpus.gpu_workers_per_device"),
+        ):
+            out[attr] = (key, threads)
+    return out
+
+
 def _check_ranges(values: Mapping[str, Any], where: str) -> None:
+    _check_bounds(values, where, _key_bounds())
     for attr, key in (
         ("max_batch_size", "scheduler.max_batch_size"),
         ("synthesis_concurrency", "pipeline.synthesis_concurrency"),

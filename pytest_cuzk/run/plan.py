@@ -157,7 +157,12 @@ class Measurement:
         self.settle()
         if self.result.stop_reason:
             raise PlanDone(self.result.stop_reason)
-        return (Wave([self.runner.make_request() for _ in range(self.case.in_flight)]),), {}
+        case = self.case
+        what = (
+            f"{case.id}: {case.in_flight} proofs in flight (batch {case.batch_size} x concurrency "
+            f"{case.concurrency}: lower --cuzk-batch-sizes or --cuzk-concurrency)"
+        )
+        return (Wave(self.runner.requests(case.in_flight, what)),), {}
 
     def timed(self, wave: Wave) -> None:
         """The timed round: submit the wave and await every answer."""

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_cuzk.config.options import uses_cuzk
+from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
 from pytest_cuzk.core import transport
 from pytest_cuzk.core.compat import keyword_names, keyword_selects
 from pytest_cuzk.run.cases import item_case
-from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
+from pytest_cuzk.wire.kinds import KINDS, ProofKindInfo, UnknownKind, by_name
 from pytest_cuzk.wire.units import plural
 
-__all__ = ["CollectionCheck", "marker_problems", "selected_kinds", "unasked_scenarios"]
+if TYPE_CHECKING:
+    from pytest_cuzk.config.settings import Settings
+
+__all__ = ["CollectionCheck", "marker_problems", "nothing_measured", "selected_kinds", "unasked_scenarios"]
 
 SCENARIO_TESTS = ("test_server", "test_priority", "test_sweep")  # the suite's load scenarios
 # what only the scenarios' names contain, not the cases'
@@ -75,10 +79,12 @@ class CollectionCheck:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.had_cuzk = False  # whether collection, before -k and --deselect, held a cuzk test
+        self.had_cases = False  # and a suite case: then a selection without one is a usage error
 
     @pytest.hookimpl(tryfirst=True)  # before -k and --deselect take items away
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         self.had_cuzk = any(uses_cuzk(item) for item in items)
+        self.had_cases = any(_measures(item) for item in items)
         if self.had_cuzk or session.testsfailed:  # a collection error says more than this would
             return
         config = self.config
@@ -96,12 +102,69 @@ class CollectionCheck:
     def pytest_report_collectionfinish(self, items: list[pytest.Item]) -> list[str]:
         """A ``-k`` that left no cuzk test hears what the cases' ids are made of."""
         keyword = str(self.config.option.keyword or "").strip()
-        if not self.had_cuzk or not keyword or any(uses_cuzk(item) for item in items):
-            return []
+        if not self.had_cuzk or self.had_cases or not keyword or any(uses_cuzk(item) for item in items):
+            return []  # with cases collected, ``nothing_measured`` said it
         return [
             f"cuzk: -k {keyword!r} selects no cuzk test: a case's id names its kind ({', '.join(KINDS)}), "
             "batch size and concurrency, e.g. -k porep or -k 'winning and batch1'"
         ]
+
+
+_MEASURED = tuple(name for name in CASE_FIXTURES if name != "cuzk_kind")  # the per-kind checks time nothing
+_LISTED = 6  # cases named in full in the error; the rest counted
+
+
+def _measures(item: pytest.Item) -> bool:
+    """Whether a test is a suite case that measures (a proving case or a load scenario)."""
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and any(name in callspec.params for name in _MEASURED)
+
+
+def nothing_measured(
+    config: pytest.Config, settings: Settings, kept: list[pytest.Item], deselected: list[pytest.Item]
+) -> str | None:
+    """Why a selection that keeps no suite case to measure is a usage error; None when it keeps one.
+
+    Such a run passes on what it kept (the per-kind daemon checks, tests of other plugins) and
+    measured nothing: a CI gate set up this way is green forever. Only a selection of collected
+    cases counts; tests named by node id on the command line are taken as asked for.
+    """
+    cases = [item for item in (*kept, *deselected) if _measures(item)]
+    if not cases or any(_measures(item) for item in kept) or any("::" in str(a) for a in config.args):
+        return None
+    keyword, marks = (str(v or "").strip() for v in (config.option.keyword, config.option.markexpr))
+    asked = " ".join([f"-k {keyword!r}"] * bool(keyword) + [f"-m {marks!r}"] * bool(marks)) or "--deselect"
+    why = _missing_batches(keyword, settings) or (
+        f"{asked} deselects every case (a case's id names its kind, {', '.join(KINDS)}, its batch size and "
+        "concurrency, e.g. porep-batch1-j1)"
+    )
+    proving = [item.name for item in cases if getattr(item, "originalname", "") == "test_prove"]
+    names = sorted(proving) or [item.name for item in cases]
+    would = ", ".join(names[:_LISTED]) + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
+    others = (
+        f"; the {plural(len(kept), 'test')} it keeps (daemon checks, tests without a case) measure "
+        "nothing, so do not make it a run (to run only them, name them by node id, FILE::TEST)"
+        if kept
+        else ""
+    )
+    return f"{asked} leaves no suite case to measure: {why}{others}. Cases that would run: {would}"
+
+
+def _missing_batches(keyword: str, settings: Settings) -> str:
+    """The kinds the selection names at batch sizes they do not have (only PoRep and SnapDeals batch)."""
+    batchable = [k.name for k in KINDS.values() if k.batchable]
+    asked: dict[ProofKindInfo, list[int]] = {}
+    for kind in (k for k in KINDS.values() if not k.batchable):
+        for b in (b for b in settings.batch_sizes if b > 1):
+            ids = {f"test_prove[{kind.name}-batch{b}-j{j}]" for j in settings.concurrency}
+            if not keyword or any(keyword_selects(keyword, {i, "test_prove"}) for i in ids):
+                asked.setdefault(kind, []).append(b)
+    sizes, only = ",".join(str(b) for b in settings.batch_sizes), " and ".join(batchable)
+    return "; ".join(
+        f"{kind.name} has no batch {' or '.join(map(str, bs))} (cuzk batches only {only}), "
+        f"so --cuzk-batch-sizes={sizes} gives it no case: add 1 to prove it"
+        for kind, bs in asked.items()
+    )
 
 
 def selected_kinds(items: list[pytest.Item]) -> set[str]:

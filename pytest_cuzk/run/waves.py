@@ -36,11 +36,12 @@ from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.daemon.client import WATCH_POLL_S, ProofResult, ProvingClient
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.daemon.statuspoll import StatusMemory
+from pytest_cuzk.host.limits import available_memory
 from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.proto import pb
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.wire.kinds import ProofKindInfo
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.wire.units import format_bytes, plural
 
 __all__ = ["CaseResult", "ProofOutcome", "Runner", "Wave", "await_one", "check_wave", "run_wave"]
 
@@ -133,6 +134,21 @@ class Runner:
     rss_peak: Callable[[], int | None] = lambda: None
     status: StatusLine | None = None
     tick: Callable[[], None] = lambda: None  # run_case points it at the case's line while it runs
+
+    def requests(self, count: int, what: str) -> list[pb.SubmitProofRequest]:
+        """``count`` fresh requests, refused before they are built when this host cannot hold them all.
+
+        ``what`` says what asked for that many (the options to lower), as the error names it.
+        """
+        first = self.make_request()
+        each = max(1, first.ByteSize())
+        free = available_memory()
+        if free.refuses(count * each):
+            raise CuzkError(
+                f"{what}: {count} requests of {each:,} bytes need {format_bytes(count * each)}; at most "
+                f"{free.most // each:.0f} fit, as {free.why}"
+            )
+        return [first, *(self.make_request() for _ in range(count - 1))]
 
     def death(self, what: str) -> DaemonExited:
         return DaemonExited(f"daemon died during {what}: {self.backend.death_message(self.rss_peak())}")

@@ -88,7 +88,8 @@ class Server:
     def step(self, rate: float, offsets: list[float]) -> RateStep:
         """Poisson arrivals at ``rate`` per hour; the step's verdict against the bound."""
         runner, kind, status = self.runner, self.case.kind, self.status
-        requests = [runner.make_request() for _ in offsets]  # built before the step: not in its time
+        arrivals = f"{self.case.id}: {len(offsets)} arrivals at {rate:.1f}/h"
+        requests = runner.requests(len(offsets), arrivals)  # built before the step: not in its time
         wave = Wave(requests, offsets=offsets, late_s=self.bound_s, late_allowed=len(offsets) // 100)
         if runner.mark is not None:
             runner.mark(f"{rate:.0f}/h")

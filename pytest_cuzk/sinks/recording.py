@@ -20,6 +20,7 @@ from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.results.rows import RunRecord, TestRecord
 from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.results.database import ResultsDB
@@ -116,11 +117,20 @@ class Recorder:
             batch_size=s.batch_sizes[0] if len(s.batch_sizes) == 1 else None,
             concurrency=max(s.concurrency),
             preset=backend.profile().preset(),
-            extra={"worker": self.worker, "mode": backend.mode},
+            extra={"worker": self.worker, "mode": backend.mode, "daemon_config": _config_keys(backend)},
         )
 
     def pytest_keyboard_interrupt(self) -> None:
         self.interrupted = True
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Where the run went: a run recorded in the database is one ``cuzk-perf`` can read back."""
+        if self.runs:
+            from pytest_cuzk.results.database import default_url
+
+            where = redact(self.url) if self.url else f"default ({default_url()})"
+            runs = plural(len(self.runs), "daemon run")
+            terminalreporter.write_line(f"cuzk: {runs} written to the results database {where}")
 
     def pytest_unconfigure(self) -> None:
         """Mark the runs finished (unless interrupted) and close the database."""
@@ -133,3 +143,9 @@ class Recorder:
         finally:
             self.db.close()
             self.db = None
+
+
+def _config_keys(backend: DaemonBackend) -> dict[str, str] | None:
+    """The daemon's config keys (masked), so two runs of one binary can say which keys differ."""
+    config = backend.profile().config()
+    return None if config is None else config.keys

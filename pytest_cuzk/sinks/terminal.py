@@ -16,6 +16,7 @@ from pytest_cuzk.core import compat
 from pytest_cuzk.measure.figures import METRICS, STAGES, Figures
 from pytest_cuzk.run.plan import PRECISION_BUDGETS
 from pytest_cuzk.sinks.tables import table
+from pytest_cuzk.sinks.view import config_info
 from pytest_cuzk.verdicts.baseline import compared_with
 from pytest_cuzk.verdicts.gates import compared
 from pytest_cuzk.wire.units import format_bytes, plural
@@ -271,7 +272,7 @@ def summary_lines(session: RunView) -> list[str]:
     lines = _listed("DID NOT RUN", session.not_run) + _listed("KNOWN ENGINE BUG (xfail)", session.known)
     lines += _measured_lines(session)
     baseline = compared_with(session.config)
-    lines += baseline.lines() if baseline is not None else []
+    lines += baseline.lines(config_info(session)) if baseline is not None else []
     if rows or not session.scenarios:
         lines += table(heads, rows, rule=False).splitlines() if rows else ["no suite case ran"]
     lines += na_lines(session.rows)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.measure.ledger import MetricLedger
     from pytest_cuzk.scenarios.figures import ScenarioFigures
 
-__all__ = ["RunView"]
+__all__ = ["RunView", "config_info"]
 
 
 class RunView(Protocol):
@@ -44,3 +44,13 @@ class RunView(Protocol):
     def ledger(self) -> MetricLedger: ...
 
     def data_sets(self) -> list[TestData]: ...
+
+
+def config_info(session: RunView) -> dict[str, dict[str, str]]:
+    """The run's builds and their config keys, for the "compared with" line; none without a daemon."""
+    from pytest_cuzk.core.errors import CuzkError
+
+    try:
+        return session.choice.config_info()
+    except CuzkError:
+        return {}

@@ -27,6 +27,7 @@ from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.run.plan import GATE_SHARE, Plan
 from pytest_cuzk.verdicts.runspread import saved_runs_beside
+from pytest_cuzk.wire.daemonconfig import config_changes
 
 if TYPE_CHECKING:
     from pytest_cuzk.run.cases import Case
@@ -53,13 +54,20 @@ def load_baseline(path: Path) -> SavedRun:
         ) from exc
 
 
-def describe_run(run: SavedRun) -> str:
-    """``FILE (build ..., saved DATE)``: which run a comparison was made with."""
+def describe_run(run: SavedRun, current: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """``FILE (build ..., saved DATE)``: which run a comparison was made with.
+
+    Against ``current`` (this run's builds and their config keys), a saved run of the same binary
+    under another config says which keys differ: it is another build, not the same one.
+    """
     info = run.data.get("machine_info")
     cuzk = info.get("cuzk") if isinstance(info, Mapping) else None
     build = cuzk.get("daemon") if isinstance(cuzk, Mapping) else None
     when = str(run.data.get("datetime") or "date unknown").replace("T", " ").partition(".")[0]
-    return f"{run.path} (build {build or 'unknown'}, saved {when})"
+    saved = cuzk.get("daemon_config") if isinstance(cuzk, Mapping) else None
+    changes = config_changes(saved, current) if isinstance(saved, Mapping) and current else []
+    differs = f"; config differs: {', '.join(changes)}" if changes else ""
+    return f"{run.path} (build {build or 'unknown'}, saved {when}{differs})"
 
 
 class Baseline:
@@ -133,10 +141,13 @@ class Baseline:
             self.imprecise.append(item.name)
             item.warn(CuzkWarning(f"{item.name}: {note}"))
 
-    def lines(self) -> list[str]:
-        """What the summary says of the baseline: the run compared with, and a save refused."""
+    def lines(self, current: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
+        """What the summary says of the baseline: the run compared with, and a save refused.
+
+        ``current`` holds this run's builds and their config keys, to say which keys differ.
+        """
         run = self.run()
-        lines = [f"compared with {describe_run(run)}"] if run is not None else []
+        lines = [f"compared with {describe_run(run, current)}"] if run is not None else []
         if self.unsaved:
             lines.append(self.unsaved_why.format(f"not saved as a baseline ({self.unsaved!r})"))
         return lines

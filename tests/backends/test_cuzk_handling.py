@@ -155,3 +155,33 @@ def test_a_reference_data_dir_it_cannot_make_is_an_error_naming_it(tmp_path: Pat
         profile.manifest()
     said = f"cannot use {tmp_path / 'file' / 'data'}: Not a directory; check that directory"
     assert str(raised.value).startswith(said), raised.value
+
+
+def test_a_spawned_builds_name_ends_with_its_configs_digest(pytester, tmp_path, monkeypatch):
+    """One cuzk binary under two configs was one build: its runs pooled and compared with themselves."""
+    import json as json_
+
+    from pytest_cuzk.backends.reference import ReferenceEngine
+    from pytest_cuzk.backends.spawned import SpawnedCuzk
+    from pytest_cuzk.backends.workspace import Workspace
+    from pytest_cuzk.config.settings import resolve_settings
+    from pytest_cuzk.refengine.config import FAULTS_ENV
+
+    binary = tmp_path / "cuzk-daemon"
+    binary.write_bytes(b"\x7fELF" + b"\0" * 60)  # compiled: taken for cuzk, never started to ask
+    binary.chmod(0o755)
+    builds = []
+    for text in ("[gpus]\ngpu_threads = 32\n", "[gpus]\ngpu_threads = 16\n"):
+        (tmp_path / "cuzk.toml").write_text(text + '[daemon]\nlisten = "0.0.0.0:9820"\n')
+        args = (f"--cuzk-binary={binary}", f"--cuzk-config={tmp_path / 'cuzk.toml'}")
+        settings = resolve_settings(pytester.parseconfig(*args))
+        profile = SpawnedCuzk("local", settings, Workspace(tmp_path / "ws"), binary).profile()
+        builds.append(profile.build())
+        assert profile.identity() == profile.build()
+        assert profile.config().keys == {"gpus.gpu_threads": text.split("= ")[1].strip()}  # type: ignore[union-attr]
+    assert builds[0].rpartition(" config=")[0] == builds[1].rpartition(" config=")[0]
+    assert builds[0] != builds[1]
+    monkeypatch.setenv(FAULTS_ENV, json_.dumps({"slow_factor": 1.25}))
+    ref = ReferenceEngine("local", resolve_settings(pytester.parseconfig()), Workspace(tmp_path / "ws"))
+    assert ref.profile().config().keys == {"ref.faults.slow_factor": "1.25"}  # type: ignore[union-attr]
+    assert ref.profile().build().endswith(ref.profile().config().tag)  # type: ignore[union-attr]

@@ -88,3 +88,27 @@ def test_a_run_under_the_former_name_warns(inner) -> None:
     result = inner({"test_nothing": marked}, "--cuzk-host-id=22990")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*PytestDeprecationWarning: option --cuzk-host-id is the former name of*"])
+
+
+def test_one_binary_under_two_configs_is_two_builds_and_compare_names_the_keys(inner, tmp_path, capsys):
+    """A normal run and a slow_factor = 1.25 one were one build, and cuzk-perf compared it with itself."""
+    from pytest_cuzk.perf.cli import main
+
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    builds = []
+    for name, text in (
+        ("normal", "[logging]\nlevel = 'info'\n"),
+        ("slow", "[ref.faults]\nslow_factor = 1.25\n"),
+    ):
+        (tmp_path / f"{name}.toml").write_text(text)
+        args = ("-k", "winning", f"--cuzk-config={tmp_path / name}.toml", f"--cuzk-results-db={url}")
+        result = inner({"test_prove": PROVE_SOURCE}, *args)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines([f"cuzk: 1 daemon run written to the results database {url}"])
+        with ResultsDB(url) as db:
+            builds = [b for b, _, _ in db.builds()]
+    assert len(builds) == 2 and all(" config=" in b for b in builds), builds
+    assert main(["compare", "--db", url, *builds]) == 0
+    out = capsys.readouterr().out
+    changes = "logging.level: info -> unset; ref.faults.slow_factor: unset -> 1.25"
+    assert f"one binary, two configs: {changes}" in out, out

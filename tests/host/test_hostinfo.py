@@ -130,11 +130,14 @@ def test_machine_info_of_one_host_is_equal_whatever_the_gpus_clocks(monkeypatch:
 
 def test_a_reference_engines_build_is_the_same_before_and_after_it_says_its_prover(tmp_path: Path) -> None:
     from pytest_cuzk.backends.reference import RefProfile
+    from pytest_cuzk.wire.daemonconfig import config_record
 
     before = RefProfile("default", None, tmp_path, behave="cuzk")
     after = RefProfile("default", None, tmp_path, behave="cuzk", prover="gpu:NVIDIA H200")
     assert before.build() == after.build() == "cuzk-ref 0.1.0 preset=default behave=cuzk"
     assert after.identity() == "cuzk-ref 0.1.0 preset=default behave=cuzk prover=gpu:NVIDIA H200"
+    configured = RefProfile("default", None, tmp_path, behave="cuzk", prover="cpu", config=config_record({}))
+    assert configured.identity() == "cuzk-ref 0.1.0 preset=default behave=cuzk config=default prover=cpu"
 
 
 def test_daemon_identity(tmp_path: Path) -> None:

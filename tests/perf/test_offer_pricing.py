@@ -27,8 +27,9 @@ from pytest_cuzk.perf.gpus import gpu_key, matches
 from pytest_cuzk.perf.offerfile import read_offers
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import RunRecord, TestRecord
+from pytest_cuzk.wire.units import format_bytes
 
-GIB, MIB = 2**30, 2**20
+GIB, MIB, GB = 2**30, 2**20, 10**9
 OFFERS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "rank-offers.md"
 
 RAW_QUARTER = {  # `vastai search offers --raw`, 2024: one RTX 4090 of a 96-core machine
@@ -132,11 +133,11 @@ def test_disk_is_priced_at_storage_cost_and_can_reorder_offers(
     for o in (dear_disk, cheap_disk):
         o["dph_total"] = o["dph_base"] + o["storage_total_cost"]  # as vast.ai sums them
     path = _write(tmp_path, [dear_disk, cheap_disk])
-    searched = _json(capsys, url, path, "--disk", "5GiB")
+    searched = _json(capsys, url, path, "--disk", "5GB")  # what the search priced: 5 GB, not GiB
     assert searched["1"]["dollars_per_hour"] == pytest.approx(dear_disk["dph_total"])
     assert searched["1"]["dollars_per_proof"] < searched["2"]["dollars_per_proof"]  # type: ignore[operator]
     asked = _json(capsys, url, path)  # the default: cuzk's parameters and PCE file, 159.2 GiB
-    assert asked["1"]["dollars_per_hour"] == pytest.approx(0.60 + 0.93 * 159.18 / 720, abs=1e-4)
+    assert asked["1"]["dollars_per_hour"] == pytest.approx(0.60 + 0.93 * 159.18 * GIB / GB / 720, abs=1e-4)
     assert asked["1"]["dollars_per_hour"] > 1.3 * 0.60  # type: ignore[operator]
     assert asked["1"]["dollars_per_proof"] > asked["2"]["dollars_per_proof"]  # type: ignore[operator]
     code, out, _ = offers(capsys, url, path, "--kind", "porep", "--disk", "53GiB")
@@ -148,11 +149,11 @@ def test_reserved_prices_and_fallbacks(tmp_path: Path, capsys: pytest.CaptureFix
     no_base["id"] = 2
     only_base = {k: v for k, v in BUNDLE_3090.items() if k != "dph_total"}
     offers_ = read_offers(_write(tmp_path, [RAW_QUARTER, no_base, only_base]))
-    disk, per_hour = 53 * GIB, 0.0013333333333333335 * 53 / 720
+    disk, per_hour = 53 * GIB, 0.0013333333333333335 * 53 * GIB / GB / 720
     quarter, rebuilt, bundle = offers_
     assert quarter.hourly(disk) == pytest.approx(0.24666666666666665 + per_hour)
     assert rebuilt.hourly(disk) == pytest.approx(0.2466759259259259 - 9.25925925925926e-06 + per_hour)
-    assert bundle.hourly(disk) == pytest.approx(0.35 + 0.15 * 53 / 720), "no dph_total: dph_base"
+    assert bundle.hourly(disk) == pytest.approx(0.35 + 0.15 * 53 * GIB / GB / 720), "no dph_total: dph_base"
     discounted = {**RAW_QUARTER, "discounted_dph_total": 0.2 + 9.25925925925926e-06}
     assert read_offers(_write(tmp_path, [discounted]))[0].hourly(disk, reserved=True) == pytest.approx(
         0.2 + per_hour
@@ -163,7 +164,7 @@ def test_reserved_prices_and_fallbacks(tmp_path: Path, capsys: pytest.CaptureFix
     )
     assert code == 0 and "reserved (discounted_dph_total) prices" in out.splitlines()[0]
     assert "field discounted_dph_total missing in 1 of 2 offers (2): no reserved price" in err
-    assert [r[5] for r in body(out)] == [f"{0.2 + 0.0013333 * 159.18 / 720:.3f}", "n/a"]
+    assert [r[5] for r in body(out)] == [f"{0.2 + 0.0013333 * 159.18 * GIB / GB / 720:.3f}", "n/a"]
 
 
 @pytest.mark.parametrize(
@@ -234,7 +235,10 @@ def test_a_recorded_machine_with_other_hardware_is_said_so(
     assert got["basis"] == "unknown"
     assert got["machine_recorded_as"] == "no GPU (box)"
     _, out, _ = offers(capsys, url, _write(tmp_path, [BUNDLE_3090]), "--kind", "porep")
-    assert body(out)[0][7] == "unknown: no 1x RTX 3090 measured; machine 4263 was recorded with no GPU (box)"
+    assert body(out)[0][7] == (
+        "unknown: no 1x RTX 3090 measured; does not fit: cuzk's porep floor is 83.7 GiB of RAM; machine 4263 "
+        "was recorded with no GPU (box)"
+    )
 
 
 def _offers_session() -> list[tuple[list[str], list[str]]]:
@@ -311,3 +315,80 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 0
     assert err == "", err
+
+
+def _porep_db(tmp_path: Path, host: object, vram_gib: float | None) -> str:
+    """One porep run of ``host`` (batch 1, 90 GiB RSS peak), its VRAM peak given or not measured."""
+    url = f"sqlite:///{tmp_path / 'floors.db'}"
+    with ResultsDB(url) as db:
+        run = RunRecord(host, "b1", label="rig", host_id="1")  # type: ignore[arg-type]
+        db.start_run(run)
+        db.record_test(TestRecord(
+            run_id=run.run_id, nodeid="test_prove[porep-batch1-j1]", kind="porep", batch_size=1,
+            concurrency=1, proofs_ok=4, proofs_failed=0, p50_s=60.0, p90_s=70.0, max_s=80.0,
+            proofs_per_hour=40.0, rss_peak_bytes=90 * GIB,
+            vram_peak_bytes=None if vram_gib is None else int(vram_gib * GIB), label="rig",
+        ))  # fmt: skip
+        db.finish_run(run.run_id)
+    return url
+
+
+SMALL_GPUS = [  # GPUs nobody measured, with no room beside cuzk's PoRep pool and buffers (12.0 GiB)
+    {"id": 3070, "gpu_name": "RTX 3070", "gpu_ram": 8192},
+    {"id": 3060, "gpu_name": "RTX 3060", "gpu_ram": 12288},
+    {"id": 1080, "gpu_name": "GTX 1080 Ti", "gpu_ram": 11264},
+]
+
+
+def test_offers_below_cuzks_floors_do_not_fit_even_where_nothing_like_them_was_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They once printed ``unknown ... fits ?``: cuzk's documented floors say more than nothing."""
+    url = _porep_db(tmp_path, example.A40, 30)
+    plenty = {"num_gpus": 1, "cpu_ram": 515000, "dph_base": 0.2, "storage_cost": 0.1}
+    got = _json(capsys, url, _write(tmp_path, [{**plenty, **o} for o in SMALL_GPUS] + [RAW_QUARTER]))
+    for offer in SMALL_GPUS:
+        row = got[str(offer["id"])]
+        held = format_bytes(int(offer["gpu_ram"]) * MIB)  # type: ignore[call-overload]
+        assert (row["basis"], row["fits"], row["why"]) == (
+            "unknown", "no", f"no 1x {offer['gpu_name']} measured; does not fit: a GPU of {held} holds no "
+            "more than cuzk's porep floor of 12.0 GiB",
+        ), offer  # fmt: skip
+    quarter = got[str(RAW_QUARTER["id"])]  # a 15.7 GiB share of a 62.9 GiB machine
+    assert (quarter["fits"], quarter["why"]) == (
+        "no", "no 1x RTX 4090 measured; does not fit: cuzk's porep floor is 83.7 GiB of RAM"
+    )  # fmt: skip
+
+
+def test_fits_yes_needs_the_vram_vouched_for_by_a_peak_or_a_floor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A host like it without a VRAM peak once made ``fits yes``; now the GPUs must meet cuzk's floor."""
+    rtx3060 = example.host_record("NVIDIA GeForce RTX 3060", 1, 12288, 512, "rig")
+    offer = {"id": 1, "gpu_name": "RTX 3060", "num_gpus": 1, "gpu_ram": 12288, "cpu_ram": 515000,
+             "dph_base": 0.2, "storage_cost": 0.1}  # fmt: skip
+    unmeasured = _json(capsys, _porep_db(tmp_path, rtx3060, None), _write(tmp_path, [offer]))["1"]
+    assert (unmeasured["vram_peak_bytes"], unmeasured["fits"]) == (None, "no")
+    assert (
+        unmeasured["why"]
+        == "does not fit: a GPU of 12.0 GiB holds no more than cuzk's porep floor of 12.0 GiB"
+    )
+    (tmp_path / "floors.db").unlink()
+    measured = _json(capsys, _porep_db(tmp_path, rtx3060, 11.5), _write(tmp_path, [offer]))["1"]
+    assert (measured["vram_peak_bytes"], measured["fits"]) == (int(11.5 * GIB), "yes"), "a peak outranks"
+    (tmp_path / "floors.db").unlink()
+    rtx = example.host_record("NVIDIA GeForce RTX 4090", 1, 24564, 512, "rig")
+    unsized = {**offer, "gpu_name": "RTX 4090"}
+    del unsized["gpu_ram"]
+    vouched = _json(capsys, _porep_db(tmp_path, rtx, None), _write(tmp_path, [unsized]))["1"]
+    assert (vouched["vram_peak_bytes"], vouched["fits"]) == (None, "?"), "no peak, no GPU memory to compare"
+
+
+def test_a_reserved_price_counts_the_searched_storage_once_and_disk_is_priced_per_gb(tmp_path: Path) -> None:
+    """Without storage_total_cost, a reserved rate was $0.259/h against $0.253 on demand."""
+    bundle = {**BUNDLE_3090, "discounted_dph_total": 0.3002 * 0.8}  # 20% off, the searched 0.0002 in it
+    (offer,) = read_offers(_write(tmp_path, [bundle]))
+    assert offer.searched_storage == pytest.approx(0.0002)
+    assert offer.hourly(0, reserved=True) == pytest.approx(0.3002 * 0.8 - 0.0002)
+    assert offer.hourly(0, reserved=True) < offer.hourly(0)  # type: ignore[operator]
+    assert offer.hourly(GB) == pytest.approx(0.35 + 0.15 / 720), "storage_cost is $ per GB (10^9 bytes)"

@@ -197,22 +197,23 @@ def test_ranks_by_dollars_per_proof_with_ram_verdicts(fleet: str, capsys: pytest
     rows = body(out)
     assert [(r[1], r[5], r[6], r[9], r[-2], r[-1]) for r in rows] == [
         # a quarter of a 1006 GiB machine: 251.5 GiB, batch 1 only, and a low-memory warm-up
-        ("7100003", "0.305", "40.5", "0.00753", "yes", "yes"),
-        ("7100001", "0.425", "51.0", "0.00834", "yes", "no"),  # this 4090 itself, 491 GiB: batch 2 fits
-        ("7100002", "0.904", "35.9", "0.0252", "yes", "no"),  # 2x A40 and 2 TiB, slower than one 4090
-        ("7100006", "2.472", "35.9", "0.0689", "yes", "no"),
-        ("7100007", "0.398", "51.0", "0.00781", "?", "?"),  # cheaper per proof, but its RAM is not known
-        ("7100005", "0.243", "n/a", "n/a", "?", "?"),  # no 3090 measured
-        ("7200004", "0.267", "n/a", "n/a", "?", "?"),
-        ("7200009", "0.287", "n/a", "n/a", "?", "?"),
-        ("7200010", "0.610", "n/a", "n/a", "?", "?"),
-        ("7300001", "0.826", "n/a", "n/a", "?", "?"),
-        ("7100004", "0.260", "n/a", "n/a", "no", "-"),  # 125.7 GiB: no PoRep configuration fits
+        ("7100003", "0.306", "40.5", "0.00755", "yes", "yes"),
+        ("7100001", "0.428", "51.0", "0.00838", "yes", "no"),  # this 4090 itself, 491 GiB: batch 2 fits
+        ("7100002", "0.906", "35.9", "0.0252", "yes", "no"),  # 2x A40 and 2 TiB, slower than one 4090
+        ("7100006", "2.474", "35.9", "0.0689", "yes", "no"),
+        ("7100007", "0.402", "51.0", "0.00789", "?", "?"),  # cheaper per proof, but its RAM is not known
+        ("7100005", "0.248", "n/a", "n/a", "?", "?"),  # no 3090 measured, above cuzk's floors
+        ("7200010", "0.612", "n/a", "n/a", "?", "?"),
+        ("7300001", "0.841", "n/a", "n/a", "?", "?"),
+        ("7100004", "0.263", "n/a", "n/a", "no", "-"),  # 125.7 GiB: no PoRep configuration fits
+        ("7200004", "0.269", "n/a", "n/a", "no", "-"),  # 62.9 GiB: below cuzk's PoRep floor, none measured
+        ("7200009", "0.288", "n/a", "n/a", "no", "-"),
     ]
     assert rows[0][7] == "1 like it (4090)" and rows[1][7] == "this machine (4090, 3 runs)"
     assert (rows[0][4], rows[0][11], rows[0][12]) == ("251.5 GiB", "235.0 GiB / 70.0 GiB low-mem", "15.0 GiB")
     assert rows[5][7] == "unknown: no 1x RTX 3090 measured"
-    assert rows[-1][7] == "1 like it (4090): needs 235.3 GiB of RAM"
+    assert rows[8][7] == "1 like it (4090): needs 235.3 GiB of RAM"
+    assert rows[9][7] == "unknown: no 1x L4 measured; does not fit: cuzk's porep floor is 83.7 GiB of RAM"
     assert (rows[1][4], rows[1][8], rows[1][10], rows[1][12]) == (
         "491.2 GiB",
         "batch2-j1",
@@ -235,7 +236,7 @@ def test_filters_and_json(fleet: str, capsys: pytest.CaptureFixture[str]) -> Non
     like = got["7100003"]
     assert like["basis"] == "hosts like it" and like["sources"] == ["4090"] and like["count"] == 1
     assert like["proofs_per_hour"] == statistics.median([41.3, 38.0, 40.5])  # the 4090's batch-1 runs
-    assert like["dollars_per_hour"] == pytest.approx(0.294 + 0.05 * DISK / GIB / 720, abs=1e-4)
+    assert like["dollars_per_hour"] == pytest.approx(0.294 + 0.05 * DISK / 1e9 / 720, abs=1e-4)  # $/GB
     assert like["dollars_per_proof"] == pytest.approx(like["dollars_per_hour"] / 40.5)
     assert like["config"] == {"batch_size": 1, "concurrency": 1}
     assert (like["rss_peak_bytes"], like["warmup_rss_peak_bytes"], like["lowmem_warmup_rss_peak_bytes"]) == (

@@ -113,12 +113,41 @@ def test_k_selects_the_packaged_load_scenarios_by_any_word_only_their_ids_have(f
 
 def test_a_k_that_selects_no_case_lists_the_kind_names(fake_run):
     result, _ = fake_run({}, *SUITE_COLLECT, "-k", "prep")
-    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    result.stdout.fnmatch_lines(
-        ["cuzk: -k 'prep' selects no cuzk test: a case's id names its kind (porep, snap, wpost, winning), *"]
-    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    said = result.stderr.str()
+    assert (
+        "ERROR: -k 'prep' leaves no suite case to measure: -k 'prep' deselects every case (a case's id names "
+        "its kind, porep, snap, wpost, winning, its batch size and concurrency, e.g. porep-batch1-j1). Cases "
+        "that would run: test_prove[porep-batch1-j1], test_prove[porep-batch2-j1], "
+    ) in said
     result, _ = fake_run({}, *SUITE_COLLECT, "-k", "porep and batch1 and test_prove")
-    assert "selects no cuzk test" not in result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK and "suite case" not in result.stderr.str()
+
+
+NO_BATCH2 = (
+    "ERROR: -k '{k}' leaves no suite case to measure: wpost has no batch 2 (cuzk batches only porep and "
+    "snap), so --cuzk-batch-sizes=2 gives it no case: add 1 to prove it{kept}. "
+    "Cases that would run: test_prove[porep-batch2-j1], test_prove[snap-batch2-j1]"
+)
+KEPT = (
+    "; the 3 tests it keeps (daemon checks, tests without a case) measure nothing, so do not make it a run "
+    "(to run only them, name them by node id, FILE::TEST)"
+)
+
+
+@pytest.mark.parametrize(("select", "kept"), [("wpost", KEPT), ("wpost and batch2", "")])
+def test_a_kind_selected_at_a_batch_size_it_lacks_is_a_usage_error_not_a_green_run(fake_run, select, kept):
+    """-k wpost --cuzk-batch-sizes=2 once passed on the daemon checks alone: "no suite case ran", exit 0."""
+    result, _ = fake_run({}, *SUITE_COLLECT, "--cuzk-batch-sizes=2", "-k", select)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert NO_BATCH2.format(k=select, kept=kept) in result.stderr.str()
+
+
+def test_daemon_checks_named_by_node_id_run_without_a_case(fake_run):
+    """Tests asked for by name are run as asked: only a selection of collected cases must keep one."""
+    node = "pytest_cuzk/suite/test_daemon.py::test_cold_start_is_reported"
+    result, _ = fake_run({}, *COLLECT, "--pyargs", node.replace("/", ".").replace(".py::", "::"))
+    assert "suite case" not in result.stderr.str()
 
 
 @pytest.mark.parametrize("paths", [(), ("tests",)])

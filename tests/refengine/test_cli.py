@@ -342,3 +342,35 @@ def test_a_failed_requests_payload_is_dropped_at_once(
     assert daemon.stop() == 0
     grown = rss[-1] - rss[1]
     assert grown < 180 << 20, f"cuzk-ref grew by {grown >> 20} MiB over six more failed 60 MB requests"
+
+
+WAIT = "at most 9223372036, got 1e\\+308, as the longest wait"
+THREADS = r"at most \d+, got 1000000000, as (ulimit|the kernel)"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[ref.faults]\nslow_factor = nan", "slow_factor must be a finite number, got nan"),
+        ("[ref.faults]\nslow_factor = 1e308", f"slow_factor must be {WAIT}"),
+        ("[ref.faults]\nstart_delay_s = 1e308", f"start_delay_s must be {WAIT}"),
+        ("[ref.faults]\ngrow_memory_mib_per_s = 1e15", "grow_memory_mib_per_s must be at most .* as this"),
+        ("[ref.faults]\nexit_before_ready = 256", "exit_before_ready must be 0 to 255, got 256"),
+        (
+            "[scheduler]\nmax_batch_size = 1000000000",
+            r"max_batch_size must be at most \d+, got 1000000000, as this host .* for jobs of up to 128 MiB",
+        ),
+        ("[scheduler]\nmax_batch_wait_ms = 9223372036854775807", "max_batch_wait_ms must .*longest wait"),
+        ("[synthesis]\nthreads = 1000000000", f"synthesis.threads must be {THREADS}"),
+        ("[pipeline]\nsynthesis_concurrency = 1000000000", f"synthesis_concurrency must be {THREADS}"),
+        ("[gpus]\ngpu_workers_per_device = 1000000000", f"gpu_workers_per_device must be {THREADS}"),
+        ("[memory]\nsafety_margin = '99999TiB'", r"safety_margin must be at most .* GiB, got .*, as this"),
+        ("[memory]\ntotal_budget = '99999999TiB'", "total_budget must be at most .*, as no 64-bit"),
+    ],
+)
+def test_every_numeric_key_is_refused_above_what_the_host_can_hold(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """A nan fault once did nothing, and 1e308 a warm-up that never ended: each key has the host's bound."""
+    with pytest.raises(ConfigError, match=message):
+        load_config(write_config(tmp_path / "cuzk.toml", text))

@@ -147,3 +147,39 @@ def test_why_names_each_distinct_reason_once_with_its_count(daemon, pytester):
     assert result.why() == (
         "2 of 2 winning proofs failed: 2x FAILED: synthesis failed: randomness must be exactly 32 bytes"
     )
+
+
+def test_requests_the_host_cannot_hold_are_refused_before_they_are_built():
+    """A wave of a billion requests once grew to 7 GB before it segfaulted; now one is built and measured."""
+    from pytest_cuzk.core.errors import CuzkError
+    from pytest_cuzk.host.limits import available_memory
+    from pytest_cuzk.proto import pb
+
+    built: list[int] = []
+
+    def make() -> pb.SubmitProofRequest:
+        built.append(1)
+        return pb.SubmitProofRequest(request_id=f"r{len(built)}", vanilla_proof=b"\0" * (1 << 20))
+
+    runner = Runner(client=None, backend=None, make_request=make, proof_timeout_s=1, probe_timeout_s=1)  # type: ignore[arg-type]
+    too_many = int(available_memory().most >> 20) + 1
+    fit = r"need .*; at most \d+ fit, as this host has .* of memory available"
+    with pytest.raises(CuzkError, match=rf"porep-batch1-j\d+: .* requests of 1,048,5\d\d bytes {fit}"):
+        runner.requests(too_many, f"porep-batch1-j{too_many}")
+    assert len(built) == 1
+    assert [r.request_id for r in runner.requests(3, "three")] == ["r2", "r3", "r4"]
+
+
+def test_a_proofs_record_fits_what_the_proof_count_bound_allows_for_it():
+    """--cuzk-proofs is bounded by free memory at PROOF_RECORD_BYTES a proof: a real record stays under it."""
+    import sys
+
+    from pytest_cuzk.config.values import PROOF_RECORD_BYTES
+    from pytest_cuzk.run.waves import ProofOutcome
+
+    record = ProofOutcome(
+        "porep-" + "x" * 64, False, 12.5, "FAILED: " + "e" * 512, 1, 2, 3, 4, 1920, True, 1e6, 0.5
+    )
+    deep = sys.getsizeof(record) + sys.getsizeof(record.__dict__)
+    deep += sum(sys.getsizeof(v) for v in vars(record).values())
+    assert deep * 2 <= PROOF_RECORD_BYTES  # twice over: its wave's copy of the figures, numpy's arrays
