@@ -8,10 +8,11 @@ baseline is every saved run of the compared run's build on its host (pytest-benc
 keeps them all), its figure their mean, and a new run is judged against the spread of those runs:
 a prediction interval for one more run of that build (``RunSpread.half_width_pct``).
 
-The spread comes, in order, from the baseline build's runs when there are ``MIN_RUNS`` of them;
-else from this host's repeated runs of any build of the same test (the within-build variance of
-each run's relative deviation from its build's mean, pooled); else from ``PRIOR_CV``, a stated
-conservative prior, as wide as the drift seen on the H100 host.
+The spread comes from this host's repeated runs of any build of the same test (the within-build
+variance of each run's relative deviation from its build's mean, pooled) where they hold more
+degrees of freedom than the baseline build's own runs; else from the build's runs when there are
+``MIN_RUNS`` of them; else from ``PRIOR_CV``, a stated conservative prior, as wide as the drift
+seen on the H100 host.
 """
 
 from __future__ import annotations
@@ -114,10 +115,16 @@ class SavedRuns:
         return statistics.fmean(known) if known else None
 
     def spread(self, metric: Metric) -> RunSpread:
-        """The run-to-run spread of ``metric``: the build's runs, else the host's pooled, else the prior."""
+        """The run-to-run spread of ``metric``: the host's pooled or the build's runs, else the prior.
+
+        The pool holds the build's own runs, so where other builds add degrees of freedom it is
+        the better estimate of the host's spread (Student's t at 2 degrees of freedom is 4.3, at
+        10 it is 2.2): the build's runs alone are used only where nothing else was run twice.
+        """
         mine = self.values(metric)
+        own = None
         if len(mine) >= MIN_RUNS and (cv := stats.cv(mine)) is not None:
-            return RunSpread(cv, len(mine) - 1, "build", len(mine))
+            own = RunSpread(cv, len(mine) - 1, "build", len(mine))
         squares, df, runs, builds = 0.0, 0, 0, 0
         for group in (self.mine, *self.others):
             values = self.values(metric, group)
@@ -126,9 +133,9 @@ class SavedRuns:
                 continue
             squares += sum(((v - mean) / mean) ** 2 for v in values)
             df, runs, builds = df + len(values) - 1, runs + len(values), builds + 1
-        if df >= MIN_POOLED_DF:
+        if df >= MIN_POOLED_DF and (own is None or df > own.df):
             return RunSpread(math.sqrt(squares / df), df, "host", runs, builds)
-        return RunSpread(PRIOR_CV, math.inf, "prior")
+        return own or RunSpread(PRIOR_CV, math.inf, "prior")
 
 
 def saved_runs(runs: Iterable[SavedRun], compared: SavedRun, test: str) -> SavedRuns | None:

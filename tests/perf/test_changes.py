@@ -114,7 +114,9 @@ def test_csv_otava_reads(history: str, capsys: pytest.CaptureFixture[str], tmp_p
     assert code == 0
     where = f"porep batch1-j1 on 4090 (fingerprint {RTX.fingerprint[:12]})"
     assert out.startswith(f"wrote 30 runs of {where} to {one}\n")
-    assert err.endswith("): left out of the CSV, not in every run: p99, gpu, synthesis, queue_wait, vram_peak\n")
+    assert err.endswith(
+        "): left out of the CSV, not in every run: p99, gpu, synthesis, queue_wait, vram_peak\n"
+    )
     with one.open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["time", "throughput", "p50", "p90", "max", "rss_peak", "build", "run_id",

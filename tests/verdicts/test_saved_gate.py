@@ -71,6 +71,16 @@ def test_the_spread_is_the_builds_runs_on_this_host_when_it_has_three():
     assert spread.half_width_pct(3) == pytest.approx(4.303 * 10 * math.sqrt(4 / 3), rel=1e-3)
 
 
+def test_the_hosts_pooled_spread_wins_where_it_has_more_degrees_of_freedom_than_the_builds_runs():
+    saved = _saved(25.0, 25.0 * 100 / 110, 25.0 * 100 / 90, others={"B": [20.0, 20.2, 19.8]}, jitter=0.0)
+    spread = saved.spread(THROUGHPUT)
+    assert (spread.source, spread.df, spread.runs, spread.builds) == ("host", 4, 6, 2)
+    assert spread.cv < 0.1, "the other build's steadier runs narrow the estimate of the host's spread"
+    assert spread.half_width_pct(3) < 4.303 * 10 * math.sqrt(4 / 3), "and t at 4 degrees of freedom, not 2"
+    alone = _saved(25.0, 25.0 * 100 / 110, 25.0 * 100 / 90, others={"B": [20.0]}, jitter=0.0)
+    assert alone.spread(THROUGHPUT).source == "build", "a pool with as few degrees of freedom adds nothing"
+
+
 def test_runs_of_other_hosts_and_tests_are_not_the_baseline():
     runs = [
         _run(_figures(25.0), 0),
