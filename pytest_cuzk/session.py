@@ -125,7 +125,7 @@ class CuzkSession:
 
         manifest = backend.profile().manifest()
         if manifest not in self._data:
-            self._data[manifest] = TestData(self.settings, manifest, self.status.download, self.status.say)
+            self._data[manifest] = TestData(self.settings, manifest, self.status)
         return self._data[manifest]
 
     def data_sets(self) -> list[TestData]:
