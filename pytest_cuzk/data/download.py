@@ -20,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import contextvars
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -268,7 +269,7 @@ def _load_validator(part: Path, url: str) -> str | None:
         record = json.loads(_validator_path(part).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("url") != url:
+    if not isinstance(record, dict) or record.get("url_sha256") != _digest(url):
         return None
     value = record.get("validator")
     return value if isinstance(value, str) and value else None
@@ -278,9 +279,14 @@ def _save_validator(part: Path, url: str, resp: requests.Response) -> None:
     validator = _validator(resp)
     path = _validator_path(part)
     if validator and not validator.startswith("W/"):  # a weak ETag cannot vouch for a byte range
-        path.write_text(json.dumps({"url": url, "validator": validator}))
+        path.write_text(json.dumps({"url_sha256": _digest(url), "validator": validator}))
     else:
         path.unlink(missing_ok=True)
+
+
+def _digest(url: str) -> str:
+    """What a ``.part``'s record keeps of its URL: enough to compare, nothing a token can be read from."""
+    return hashlib.sha256(url.encode()).hexdigest()
 
 
 def forget_part(part: Path) -> None:

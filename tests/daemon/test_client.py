@@ -237,7 +237,7 @@ def test_parse_address_accepts_the_forms_cuzk_tools_use(addr: str, target: str, 
         ("[nope]:9820", "'nope' in brackets is not an IPv6 address"),
         ("unix://run/cuzk.sock", "the unix socket path must be absolute"),
         ("unix:cuzk.sock", "the unix socket path must be absolute"),
-        ("http://host/x:9820", "is not a host name"),
+        ("http://host/x:9820", "takes no path, query or fragment"),
     ],
 )
 def test_parse_address_rejects_other_forms_listing_the_accepted_ones(addr: str, why: str) -> None:
@@ -254,6 +254,8 @@ def test_parse_address_rejects_other_forms_listing_the_accepted_ones(addr: str, 
     [
         ("http://cuzk:s3cret@127.0.0.1:9820", "http://cuzk:***@127.0.0.1:9820"),
         ("cuzk:s3cret@127.0.0.1:9820", "cuzk:***@127.0.0.1:9820"),
+        ("s3cret@127.0.0.1:9820", "***@127.0.0.1:9820"),
+        ("http://s3cret@127.0.0.1:9820", "http://***@127.0.0.1:9820"),
     ],
 )
 def test_an_address_with_a_password_is_refused_without_showing_it(addr: str, shown: str) -> None:
@@ -261,6 +263,13 @@ def test_an_address_with_a_password_is_refused_without_showing_it(addr: str, sho
         parse_address(addr)
     said = f"cannot use daemon address {shown!r}: a daemon address takes no user name or password"
     assert said in str(info.value) and "s3cret" not in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("addr", ["http://127.0.0.1:9820/?token=s3cret", "127.0.0.1:9820?token=s3cret"])
+def test_an_address_with_a_query_is_refused_without_showing_it(addr: str) -> None:
+    with pytest.raises(ValueError, match="takes no path, query or fragment") as info:
+        parse_address(addr)
+    assert "s3cret" not in str(info.value), str(info.value)
 
 
 def test_client_refuses_a_bad_address_before_connecting() -> None:

@@ -120,6 +120,21 @@ def test_interrupted_transfer_resumes_with_range(tmp_path, server, store):
     assert 500_000 < start <= 600_000
 
 
+def test_the_record_of_a_part_keeps_no_secret_of_its_url(tmp_path, server):
+    """A cut transfer leaves its ``.part`` and a record of where it came from; the token stays out."""
+    store = DataStore(tmp_path / "cache", status=log_line())
+    url = server.add("/c1.json?token=s3cret", PAYLOAD).replace("//", "//T0ken@")
+    manifest = porep_manifest(tmp_path, url)
+    server.rules.cuts["/c1.json?token=s3cret"] = [600_000] + [0] * (datastore.ATTEMPTS - 1)
+    with pytest.raises(DataUnavailable):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    left = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert any(p.name == "c1.json.part.json" for p in left)
+    assert [p for p in left if b"s3cret" in p.read_bytes() or b"T0ken" in p.read_bytes()] == []
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
+    assert server.requests[-1].headers.get("Range"), "the record still lets the part be resumed"
+
+
 def test_server_that_ignores_range_gets_a_clean_restart(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.ignore_range()
