@@ -23,7 +23,7 @@ from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
 from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkError
-from pytest_cuzk.host.sigterm import SigtermAsInterrupt
+from pytest_cuzk.host.interrupts import Interrupts
 from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class CuzkSession:
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
         self._status: StatusLine | None = None
-        self.sigterm = SigtermAsInterrupt()  # installed when the session is registered
+        self.interrupts = Interrupts(self.workspace.cleanup)  # installed when the session is registered
 
     @property
     def settings(self) -> Settings:
@@ -393,4 +393,4 @@ class CuzkSession:
                 except Exception as exc:  # keep stopping the others
                     self.notes.append(f"could not stop daemon {backend.label}: {exc}")
         self.workspace.cleanup()
-        self.sigterm.restore()
+        self.interrupts.restore()
