@@ -23,6 +23,7 @@ from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
 from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkError
+from pytest_cuzk.core.outcome import as_usage_error
 from pytest_cuzk.host.interrupts import Interrupts
 from pytest_cuzk.wire.units import plural
 
@@ -188,6 +189,17 @@ class CuzkSession:
             if reporter is not None:
                 reporter.ensure_newline()
             yield sys.stderr  # looked up here: while capture is off it is the terminal's
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """A run that asked for cuzk chooses its daemons before it collects.
+
+        A choice that fails (auto finding something that is not cuzk, an attached address that
+        does not answer) is then one usage error, not an error per test module and per test.
+        """
+        if self.settings.requested:
+            with as_usage_error():
+                self.choice  # noqa: B018 - chosen now, or the run stops
 
     # --- collection -------------------------------------------------------------------------------
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:

@@ -235,7 +235,7 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def end_headers(self) -> None:
-            cuts = server.rules.head_cuts.get(self.path)
+            cuts = server.rules.head_cuts.get(getattr(self, "path", ""))  # no path: a request not parsed
             if cuts:
                 self._headers_buffer.append(b"\r\n")
                 head, self._headers_buffer = b"".join(self._headers_buffer), []

@@ -2,7 +2,8 @@
 
 ``auto`` attaches when a daemon answers at ``--cuzk-addr``, else spawns a cuzk binary
 (``--cuzk-binary``, else ``cuzk-daemon`` or ``cuzk`` on PATH), else the reference engine; it
-falls back only when nothing listens there, and fails when something else does.
+falls back only when nothing listens there, and fails when something else does. Attached
+daemons are dialed as they are chosen: a run stops at once on an address that does not answer.
 This is the built-in ``pytest_cuzk_make_backends``; another plugin can answer first.
 """
 
@@ -160,6 +161,8 @@ def _attached(s: Settings, addresses: tuple[str, ...], reason: str) -> DaemonCho
         )
         for addr in addresses
     )
+    for backend in backends:
+        backend.dial()
     return DaemonChoice("attach", reason, backends)
 
 
