@@ -103,11 +103,7 @@ class CuzkSession:
     def client(
         self, backend: DaemonBackend, rss_peak: Callable[[], int | None] = lambda: None
     ) -> ProvingClient:
-        """A client of ``backend`` whose every call is watched.
-
-        A daemon that dies or stops mid-call fails the call within a poll, named so, not at
-        its deadline (--cuzk-proof-timeout).
-        """
+        """A client of ``backend`` whose calls are watched: a daemon dying mid-call fails one in a poll."""
         from pytest_cuzk.backends import fate
         from pytest_cuzk.daemon.client import ProvingClient
 
@@ -192,11 +188,7 @@ class CuzkSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """A run that asked for cuzk chooses its daemons before it collects.
-
-        A choice that fails (auto finding something that is not cuzk, an attached address that
-        does not answer) is then one usage error, not an error per test module and per test.
-        """
+        """Daemons chosen before collecting: a choice that fails is one usage error, not one per test."""
         if self.settings.requested:
             with as_usage_error():
                 self.choice  # noqa: B018 - chosen now, or the run stops
