@@ -201,7 +201,7 @@ class CuzkSession:
 
                 choice = self.choice
                 labels = [b.label for b in choice.backends]
-                params = case_params(labels, choice.attached, self.settings, name)
+                params = case_params(labels, self.settings, name)
                 metafunc.parametrize(name, params)
 
     @pytest.hookimpl(trylast=True)
@@ -379,6 +379,7 @@ class CuzkSession:
         machine_info["cuzk"] = {
             "host": host_info().machine_dict(),
             "daemon": ", ".join(sorted({b.profile().build() for b in backends})),
+            "daemon_mode": self.choice.mode,  # attach, spawn or ref: the test ids do not say it
             **self.choice.ab_identity(),
             # host describes where pytest ran; a remote daemon's hardware is not in it
             "remote_daemons": [b.address for b in backends if not b.local],
