@@ -379,8 +379,7 @@ class CuzkSession:
         machine_info["cuzk"] = {
             "host": host_info().machine_dict(),
             "daemon": ", ".join(sorted({b.profile().build() for b in backends})),
-            "daemon_mode": self.choice.mode,  # attach, spawn or ref: the test ids do not say it
-            **self.choice.ab_identity(),
+            **self.choice.identity(),
             # host describes where pytest ran; a remote daemon's hardware is not in it
             "remote_daemons": [b.address for b in backends if not b.local],
         }

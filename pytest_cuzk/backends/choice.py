@@ -42,9 +42,14 @@ class DaemonChoice:
         """Daemons someone else runs: named in test ids and never shared by xdist workers."""
         return self.mode == "attach"
 
-    def ab_identity(self) -> dict[str, str]:
-        """The A/B baseline's build, for machine info beside the candidate's (none without --cuzk-ab)."""
-        return {"ab_baseline_daemon": self.baseline.profile().build()} if self.baseline is not None else {}
+    def identity(self) -> dict[str, str]:
+        """For machine info beside the candidate's build: how it is reached, and the A/B baseline's build.
+
+        How a daemon is reached (attach, spawn, ref) is not in the test ids: a baseline saved
+        against a spawned daemon gates an attached one of the same build.
+        """
+        ab = {"ab_baseline_daemon": self.baseline.profile().build()} if self.baseline is not None else {}
+        return {"daemon_mode": self.mode, **ab}
 
     @property
     def every(self) -> tuple[DaemonBackend, ...]:
