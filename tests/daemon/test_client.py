@@ -14,6 +14,7 @@ import grpc
 import pytest
 
 from pytest_cuzk.core.errors import (
+    DaemonExited,
     DaemonUnavailable,
     DeadlineExceeded,
     InternalError,
@@ -527,6 +528,20 @@ def test_wait_ready_gives_up_naming_the_address_and_last_error(transport: str, t
     assert err.address == address and err.rpc == "GetStatus (wait_ready)"
     assert "no answer within 0.6 s" in str(err) and "last error UNAVAILABLE" in str(err)
     assert isinstance(err.__cause__, DaemonUnavailable)
+
+
+def test_wait_ready_runs_its_check_before_each_attempt_and_stops_when_it_raises(tmp_path: Path) -> None:
+    """The one GetStatus poller: a spawned daemon's wait ticks its line and stops when its process exits."""
+    calls: list[float] = []
+
+    def between() -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 4:
+            raise DaemonExited("daemon exited before it answered")
+
+    with ProvingClient(f"unix://{tmp_path}/nobody.sock") as c, pytest.raises(DaemonExited):
+        c.wait_ready(timeout_s=30, between=between)
+    assert len(calls) == 4 and calls[-1] - calls[0] < 5, "polled with backoff, stopped by the check"
 
 
 def test_proof_result_names_unknown_status_numbers() -> None:
