@@ -23,7 +23,8 @@ from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
 from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkError
-from pytest_cuzk.host.sigterm import SigtermAsInterrupt
+from pytest_cuzk.core.outcome import as_usage_error
+from pytest_cuzk.host.interrupts import Interrupts
 from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class CuzkSession:
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
         self._status: StatusLine | None = None
-        self.sigterm = SigtermAsInterrupt()  # installed when the session is registered
+        self.interrupts = Interrupts(self.workspace.cleanup)  # installed when the session is registered
 
     @property
     def settings(self) -> Settings:
@@ -122,7 +123,7 @@ class CuzkSession:
 
         manifest = backend.profile().manifest()
         if manifest not in self._data:
-            self._data[manifest] = TestData(self.settings, manifest, self.status.download, self.status.say)
+            self._data[manifest] = TestData(self.settings, manifest, self.status)
         return self._data[manifest]
 
     def data_sets(self) -> list[TestData]:
@@ -186,6 +187,13 @@ class CuzkSession:
                 reporter.ensure_newline()
             yield sys.stderr  # looked up here: while capture is off it is the terminal's
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Daemons chosen before collecting: a choice that fails is one usage error, not one per test."""
+        if self.settings.requested:
+            with as_usage_error():
+                self.choice  # noqa: B018 - chosen now, or the run stops
+
     # --- collection -------------------------------------------------------------------------------
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         for name in CASE_FIXTURES:
@@ -194,7 +202,7 @@ class CuzkSession:
 
                 choice = self.choice
                 labels = [b.label for b in choice.backends]
-                params = case_params(labels, choice.attached, self.settings, name)
+                params = case_params(labels, self.settings, name)
                 metafunc.parametrize(name, params)
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
@@ -373,15 +381,7 @@ class CuzkSession:
             return
         from pytest_cuzk.host.info import host_info
 
-        backends = self.choice.backends
-        machine_info["cuzk"] = {
-            "host": host_info().machine_dict(),
-            "daemon": ", ".join(sorted({b.profile().build() for b in backends})),
-            **self.choice.ab_identity(),
-            "daemon_config": self.choice.config_info(),  # so a comparison can say which keys differ
-            # host describes where pytest ran; a remote daemon's hardware is not in it
-            "remote_daemons": [b.address for b in backends if not b.local],
-        }
+        machine_info["cuzk"] = self.choice.machine_record(host_info().machine_dict())
 
     def pytest_keyboard_interrupt(self) -> None:
         """An interrupted run's database runs are left unfinished, as the database expects."""
@@ -396,4 +396,4 @@ class CuzkSession:
                 except Exception as exc:  # keep stopping the others
                     self.notes.append(f"could not stop daemon {backend.label}: {exc}")
         self.workspace.cleanup()
-        self.sigterm.restore()
+        self.interrupts.restore()

@@ -90,5 +90,5 @@ def session_of(config: pytest.Config) -> CuzkSession:
 def _register(config: pytest.Config, session: CuzkSession) -> CuzkSession:
     config.stash[CUZK_SESSION] = session
     config.pluginmanager.register(session, "cuzk_session")
-    session.sigterm.install()  # SIGTERM then ends the run as Ctrl-C does
+    session.interrupts.install()  # SIGTERM then ends the run as Ctrl-C does; a second Ctrl-C waits
     return session

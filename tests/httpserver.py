@@ -1,12 +1,11 @@
 """A small real HTTP server on 127.0.0.1 for download tests.
 
 Serves in-memory files with Range, ETag and If-Range support, and can misbehave on
-purpose: answer 404, cut the connection after N bytes, ignore Range, honour Range but
-ignore If-Range, leave out Content-Length or the ETag, date each version with
-Last-Modified, announce a length it does not
-send, send slowly, trickle a byte at a time (the body, or the headers too), or serve a
-huge body made on the fly. Every request is recorded so tests can assert what the
-client sent.
+purpose: answer 404 or 503, cut the connection after N bytes (of the body, or inside the
+head), ignore Range, honour Range but ignore If-Range, leave out Content-Length or the
+ETag, date each version with Last-Modified, announce a length it does not send, send
+slowly, trickle a byte at a time (the body, or the headers too), redirect, or serve a huge
+body made on the fly. Every request is recorded so tests can assert what the client sent.
 
     with FileServer() as server:
         url = server.add("/c1.json", payload)
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -56,6 +56,9 @@ class _Rules:
     ignore_if_range: bool = False  # a Range is served from whatever the file is now
     length: int | None = None  # the Content-Length to announce instead of the true one
     huge: dict[str, int] = field(default_factory=dict)  # path -> bytes of zeros, made as they are sent
+    head_cuts: dict[str, list[int]] = field(default_factory=dict)  # path -> bytes of head sent, then close
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> where a 302 sends it
+    busy: dict[str, int] = field(default_factory=dict)  # path -> how many more GETs answer 503
 
 
 class FileServer:
@@ -99,6 +102,18 @@ class FileServer:
         self.rules.cuts[path] = [nbytes] * times
         if then_serve is not None:
             self.rules.after_cut[path] = then_serve
+
+    def cut_head(self, path: str, nbytes: int, times: int = 1) -> None:
+        """Make the next ``times`` GETs of ``path`` close the connection after ``nbytes`` of the head."""
+        self.rules.head_cuts[path] = [nbytes] * times
+
+    def unavailable(self, path: str, times: int = 1) -> None:
+        """Answer the next ``times`` GETs of ``path`` with 503, as a busy or restarting server does."""
+        self.rules.busy[path] = times
+
+    def redirect(self, path: str, to: str) -> None:
+        """Answer GETs of ``path`` with a 302 to ``to`` (itself: a redirect loop)."""
+        self.rules.redirects[path] = to
 
     def ignore_range(self, on: bool = True) -> None:
         """Answer every GET with the whole file (200), as servers without Range support do."""
@@ -167,6 +182,16 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             server.record(Request("GET", self.path, dict(self.headers.items())))
             rules = server.rules
+            if rules.busy.get(self.path):
+                rules.busy[self.path] -= 1
+                self.send_error(503)
+                return
+            if self.path in rules.redirects:
+                self.send_response(302)
+                self.send_header("Location", rules.redirects[self.path])
+                self.send_header("Content-Length", "0")
+                super().end_headers()
+                return
             if self.path in rules.huge:
                 self._send_huge(rules.huge[self.path])
                 return
@@ -210,6 +235,15 @@ def _handler_for(server: FileServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def end_headers(self) -> None:
+            cuts = server.rules.head_cuts.get(getattr(self, "path", ""))  # no path: a request not parsed
+            if cuts:
+                self._headers_buffer.append(b"\r\n")
+                head, self._headers_buffer = b"".join(self._headers_buffer), []
+                self.wfile.write(head[: cuts.pop(0)])
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)  # the body's writes fail, and are let fail
+                self.close_connection = True
+                return
             if not server.rules.trickle_headers:
                 super().end_headers()
                 return

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import json
 import os
 import random
@@ -172,6 +174,14 @@ def gate_verdict(code: int, out: str) -> str:
     raise AssertionError(f"run neither passed nor failed a gate (exit {code}):\n{out[-3000:]}")
 
 
+def log_line(out: io.StringIO | None = None) -> Any:
+    """A status line as a CI log shows it (no TTY), written to ``out`` (else nowhere)."""
+    from pytest_cuzk.core.progress import StatusLine
+
+    sink = out if out is not None else io.StringIO()
+    return StatusLine(lambda: contextlib.nullcontext(sink), tty=False)
+
+
 def timed_ensure(cache: str, manifest_path: str, deadline_s: float, barrier: Any, results: Any) -> None:
     """In a child process (an xdist worker's stand-in): ensure the porep file; put (seconds, outcome)."""
     from pytest_cuzk.core.errors import DataUnavailable
@@ -179,7 +189,7 @@ def timed_ensure(cache: str, manifest_path: str, deadline_s: float, barrier: Any
     from pytest_cuzk.data.store import DataStore
 
     manifest = load_manifest(Path(manifest_path))
-    store = DataStore(Path(cache), progress=lambda *a: None, say=lambda line: None, deadline_s=deadline_s)
+    store = DataStore(Path(cache), status=log_line(), deadline_s=deadline_s)
     barrier.wait(timeout=60)
     started = time.monotonic()
     try:

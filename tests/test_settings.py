@@ -53,7 +53,7 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         (["--cuzk-proof-timeout=0"], "must be above 0"),
         (
             ["--cuzk-daemon=spwan"],
-            "Invalid address 'spwan' from option --cuzk-daemon: use auto, spawn, ref or ADDR",
+            r"Invalid value 'spwan' from option --cuzk-daemon: did you mean spawn\? use auto, spawn, ref",
         ),
         (["--cuzk-addr=https://h:1"], "Invalid address 'https://h:1' from option --cuzk-addr"),
         (["--cuzk-sample-interval=0.001"], "the sampler needs 0.005s or more"),

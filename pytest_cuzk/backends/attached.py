@@ -106,6 +106,14 @@ class AttachedDaemon:
             raise DaemonExited(
                 f"daemon {self.label} ({self.address}) is out of service: {self.state.out_of_service}"
             )
+        self.dial()
+
+    def dial(self) -> None:
+        """Check once that it answers (it is already running: a short grace), when the run chooses it.
+
+        One that does not is out of service for the rest of the run, and the run stops on it
+        at once: a wrong address is one usage error, not a failure of every test.
+        """
         if self.state.cold:
             return
         cold = ColdStart(self.label, None)

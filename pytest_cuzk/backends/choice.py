@@ -2,7 +2,8 @@
 
 ``auto`` attaches when a daemon answers at ``--cuzk-addr``, else spawns a cuzk binary
 (``--cuzk-binary``, else ``cuzk-daemon`` or ``cuzk`` on PATH), else the reference engine; it
-falls back only when nothing listens there, and fails when something else does.
+falls back only when nothing listens there, and fails when something else does. Attached
+daemons are dialed as they are chosen: a run stops at once on an address that does not answer.
 This is the built-in ``pytest_cuzk_make_backends``; another plugin can answer first.
 """
 
@@ -41,9 +42,23 @@ class DaemonChoice:
         """Daemons someone else runs: named in test ids and never shared by xdist workers."""
         return self.mode == "attach"
 
-    def ab_identity(self) -> dict[str, str]:
-        """The A/B baseline's build, for machine info beside the candidate's (none without --cuzk-ab)."""
-        return {"ab_baseline_daemon": self.baseline.profile().build()} if self.baseline is not None else {}
+    def machine_record(self, host: dict[str, object]) -> dict[str, object]:
+        """pytest-benchmark's ``machine_info["cuzk"]``: the host, the builds and how they are reached.
+
+        How a daemon is reached (attach, spawn, ref) is not in the test ids: a baseline saved
+        against a spawned daemon gates an attached one of the same build. Each build's config keys
+        (masked) let a comparison say which keys differ; ``host`` describes where pytest ran, and a
+        remote daemon's hardware is not in it.
+        """
+        ab = {"ab_baseline_daemon": self.baseline.profile().build()} if self.baseline is not None else {}
+        return {
+            "host": host,
+            "daemon": ", ".join(sorted({b.profile().build() for b in self.backends})),
+            "daemon_mode": self.mode,
+            **ab,
+            "daemon_config": self.config_info(),
+            "remote_daemons": [b.address for b in self.backends if not b.local],
+        }
 
     def config_info(self) -> dict[str, dict[str, str]]:
         """Each build's config keys (masked), where the plugin knows them: for machine info."""
@@ -165,6 +180,8 @@ def _attached(s: Settings, addresses: tuple[str, ...], reason: str) -> DaemonCho
         )
         for addr in addresses
     )
+    for backend in backends:
+        backend.dial()
     return DaemonChoice("attach", reason, backends)
 
 

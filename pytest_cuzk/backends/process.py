@@ -26,7 +26,7 @@ from typing import Any
 
 import tomli_w
 
-from pytest_cuzk.core.errors import CuzkError, DaemonExited, NotCuzkServer, Unimplemented
+from pytest_cuzk.core.errors import CuzkError, DaemonExited, DaemonUnavailable, NotCuzkServer, RpcError
 from pytest_cuzk.daemon.client import ProvingClient
 
 from ..wire.units import format_bytes
@@ -302,32 +302,26 @@ class DaemonProcess:
 
         ``tick`` is called on every poll, for a live line on the terminal.
         """
-        deadline = time.monotonic() + timeout_s
-        delay = 0.05
-        last = ""
-        while True:
+
+        def between() -> None:
             if tick is not None:
                 tick()
             if not self.alive():
                 raise DaemonExited(f"daemon exited before it answered: {self.exit_message()}")
-            try:
-                with ProvingClient(self.address) as client:
-                    client.status(timeout=min(2.0, max(0.2, deadline - time.monotonic())))
-                self.answered = True
-                return time.monotonic() - self.started_at
-            except Unimplemented as exc:
-                raise DaemonExited(
-                    f"{NotCuzkServer(self.address, exc.details)}; log {self.log_path}"
-                ) from exc
-            except CuzkError as exc:
-                last = str(exc)
-            if time.monotonic() >= deadline:
-                raise DaemonExited(
-                    f"daemon at {self.address} did not answer within {timeout_s:.0f}s (last error: {last}); "
-                    f"log {self.log_path}\nits last lines:\n{self.log_tail()}"
-                )
-            time.sleep(delay)
-            delay = min(delay * 1.5, 1.0)
+
+        try:
+            with ProvingClient(self.address) as client:
+                client.wait_ready(timeout_s, between=between)
+        except DaemonUnavailable as exc:
+            last = exc.__cause__ or exc
+            raise DaemonExited(
+                f"daemon at {self.address} did not answer within {timeout_s:.0f}s (last error: {last}); "
+                f"log {self.log_path}\nits last lines:\n{self.log_tail()}"
+            ) from exc
+        except (NotCuzkServer, RpcError) as exc:  # something answers there, but not as a healthy cuzk
+            raise DaemonExited(f"{exc}; log {self.log_path}") from exc
+        self.answered = True
+        return time.monotonic() - self.started_at
 
     def stop(self, grace_s: float = EXIT_TIMEOUT) -> int | None:
         """SIGTERM the process group, SIGKILL it after ``grace_s``; idempotent. Returns the exit code."""

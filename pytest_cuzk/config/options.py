@@ -81,7 +81,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("input", "Use your own data file for a kind: KIND=PATH (repeatable)", (), "list"),
     Option("offline", "Never download test data", False, "bool"),
-    Option("download-stall", "Seconds a download may send no byte before it is given up", 60.0, "float"),
+    Option(
+        "download-stall",
+        "Seconds a download may send no byte (or no whole response head) before it is given up",
+        60.0,
+        "float",
+    ),
     Option("download-timeout", "Seconds one data file's download may take in all", 3600.0, "float"),
     Option("skip-warmup", "Skip the warm-up proof and PCE wait before measuring", False, "bool"),
     Option(

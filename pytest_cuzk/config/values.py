@@ -6,6 +6,7 @@ which to fix.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from typing import Any
@@ -227,8 +228,17 @@ def address(addr: str, where: str, hint: str) -> None:
 def choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
     text = str(value).strip()
     if text not in choices:
-        raise pytest.UsageError(f"Invalid value {text!r} from {where}: use one of {', '.join(choices)}")
+        guess = _did_you_mean(text, choices)
+        raise pytest.UsageError(
+            f"Invalid value {text!r} from {where}: {guess}use one of {', '.join(choices)}"
+        )
     return text
+
+
+def _did_you_mean(text: str, choices: tuple[str, ...]) -> str:
+    """``did you mean auto? `` for a word one typo away from a choice; empty for anything else."""
+    close = difflib.get_close_matches(text.lower(), choices, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}? " if close else ""
 
 
 def results_db(value: Any, where: str) -> str:
@@ -259,6 +269,10 @@ def daemon(value: Any, where: str, modes: tuple[str, ...], addresses: str) -> tu
     if text.lower() in modes:
         return text.lower(), ()
     attach = tuple(a.strip() for a in text.split(",") if a.strip())
+    if (guess := _did_you_mean(text, modes)) and ":" not in text:  # a mistyped mode, not an address
+        raise pytest.UsageError(
+            f"Invalid value {text!r} from {where}: {guess}use {', '.join(modes)} or {addresses}"
+        )
     for addr in attach or (text,):
         address(addr, where, f"use {', '.join(modes)} or {addresses}")
     return "attach", attach

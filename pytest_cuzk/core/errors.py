@@ -230,7 +230,8 @@ class DataUnavailable(CuzkError):
     ) -> None:
         self.kind, self.file, self.manifest, self.entry_key = kind, file, manifest, entry_key
         self.reason, self.hint = redact(reason), redact(hint)  # they name the URLs data comes from
-        super().__init__(f"{kind} data {file} ({manifest} [{entry_key}]): {self.reason}. {self.hint}")
+        end = "" if self.reason.endswith(".") else "."  # requests' own messages end with one
+        super().__init__(f"{kind} data {file} ({manifest} [{entry_key}]): {self.reason}{end} {self.hint}")
 
 
 class DataDirUnwritable(CuzkError):

@@ -4,7 +4,8 @@ A real cuzk takes minutes to get ready (44 GiB of SRS, a PCE extraction), and a 
 terminal looks hung. ``StatusLine.stage`` opens a wait and the wait's own poll loop calls
 ``tick``: on a TTY one line is rewritten every half second once the wait has lasted a
 second; without a TTY (CI logs) a line is written every 15 s, so short waits stay quiet.
-Downloads report through ``download`` and always end with one line naming the file.
+Downloads report through ``download`` inside their stage, bytes or none, and always end with one
+line naming the file.
 It is called from the main thread only, and writes past pytest's capture through the
 ``stream`` it is given, which starts it on a line of its own (the session's ends pytest's line of
 a test file's results first, so ``test_prove.py`` and a progress line are never glued together).
@@ -20,9 +21,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import IO
 
-__all__ = ["Progress", "StatusLine"]
+__all__ = ["StatusLine"]
 
-Progress = Callable[[str, int, "int | None"], None]  # (file name, bytes done, bytes in all)
 Stream = Callable[[], AbstractContextManager[IO[str]]]  # a stream at the start of a line
 TTY_AFTER_S, TTY_EVERY_S = 1.0, 0.5
 LOG_EVERY_S = 15.0
@@ -84,13 +84,15 @@ class StatusLine:
         self._write(text, end=True)
 
     def download(self, name: str, done: int, total: int | None) -> None:
-        """A download's progress (the data store's Progress); its end is always said, once."""
+        """A download's progress, in its stage (``downloading NAME``); its end is always said, once."""
         size = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
         pct = f" ({100 * done // total}%)" if total else ""
         if total is not None and done >= total:
             self._write(f"downloading {name}: {size}{pct}", end=True)
+            if self._stages:  # that line ends the wait's: its stage has no "done" to add
+                self._stages[-1].shown = 0.0
         else:
-            self.tick(f"{name}: {size}{pct}")
+            self.tick(f"{size}{pct}")
 
     def _text(self, stage: _Stage, detail: str) -> str:
         took = time.monotonic() - stage.started

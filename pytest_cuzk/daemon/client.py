@@ -346,17 +346,26 @@ class ProvingClient:
         return EvictResult(resp.was_loaded, resp.freed_bytes)
 
     def wait_ready(
-        self, timeout_s: float, *, poll_s: float = 0.05, max_poll_s: float = 1.0
+        self,
+        timeout_s: float,
+        *,
+        poll_s: float = 0.05,
+        max_poll_s: float = 1.0,
+        between: Callable[[], None] | None = None,
     ) -> pb.GetStatusResponse:
         """Poll GetStatus with exponential backoff until it answers; DaemonUnavailable after ``timeout_s``.
 
         Only "nothing there yet" errors are retried. Something that answers, but not as a
         cuzk.v1 gRPC server (not HTTP/2, or no such service), is NotCuzkServer at once; any
-        other error answer is raised at once too.
+        other error answer is raised at once too. ``between`` runs before each attempt (a live
+        line; a check that raises, say when the daemon's process exited): the one poller of
+        every wait for a daemon to answer.
         """
         deadline = time.monotonic() + timeout_s
         attempts, last = 0, None
         while True:
+            if between is not None:
+                between()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _not_ready(self.address, timeout_s, attempts, last)

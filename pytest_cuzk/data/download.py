@@ -7,150 +7,79 @@ that same validator (a server that ignores ``If-Range`` would splice two version
 file), else the download starts over. Without a validator it starts over. A transfer that
 sends no byte for ``stall_s`` is given up; so is a download, all its attempts together,
 at its ``Deadline``: its socket is shut then, wherever the transfer is (a server trickling
-its headers or body a byte at a time). A body longer than the ``limit`` it may have, or
-announced so, is refused as soon as that shows, never stored whole, never in memory.
+its headers or body a byte at a time). The response head must arrive whole within the stall
+time (its bytes are no progress), and a head the connection cut before its blank line is a
+broken transfer, never a response with an empty body. A body longer than the ``limit`` it may
+have, or announced so, is refused as soon as that shows, never stored whole, never in memory.
+The transfer runs in a thread of its own so that the waiting thread can say how far it is
+while no byte comes.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import contextvars
+import hashlib
 import json
 import re
-import socket
-import threading
-import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from pytest_cuzk.core.errors import DataDirUnwritable
-from pytest_cuzk.core.progress import Progress
+from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.data.connections import Deadline, HeadCut
 from pytest_cuzk.wire.redact import redact
 
-__all__ = ["NET_CHUNK", "Deadline", "Failed", "Retry", "SizeMismatch", "Transfer", "forget_part", "session"]
+__all__ = [
+    "NET_CHUNK",
+    "RETRIED_STATUSES",
+    "Failed",
+    "SizeMismatch",
+    "Transfer",
+    "Transient",
+    "forget_part",
+]
 
 NET_CHUNK = 64 << 10  # a cut transfer loses at most one chunk of what arrived
 CONNECT_S = 30.0
+TICK_S = 0.5  # how often the waiting thread looks at a transfer in flight
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})  # a busy or restarting server: try again
 
 
-class Retry(Exception):
-    """The transfer broke off; the next attempt resumes it where that is safe."""
+class Transient(Exception):
+    """An attempt failed in a way the next may not (a cut, a refused connection, a busy server).
+
+    The next attempt resumes what arrived where that is safe.
+    """
 
 
 class Failed(Exception):
-    """The download cannot succeed now (an HTTP error, an unreachable host, a deadline, a size)."""
+    """The download cannot succeed now (an HTTP error, a stall, a deadline, a size)."""
 
 
 class SizeMismatch(Failed):
     """The server announces or sends a length other than the manifest's ``size``: fix the manifest."""
 
 
-_WATCHED: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("cuzk_download", default=None)
+@dataclass
+class _Meter:
+    """How far a transfer in flight is: written by its thread, shown by the waiting one."""
 
-
-class Deadline:
-    """The end of one download, all its attempts together; at it, every socket it opened is shut.
-
-    A read timeout restarts with each byte, so it cannot bound a server that trickles; a
-    timer that shuts the socket can, in the headers as in the body.
-    """
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-        self.passed = False
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
-        self._token: contextvars.Token[Deadline | None] | None = None
-
-    def left(self) -> float:
-        return max(0.0, self.end - time.monotonic())
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sockets.append(sock)
-            if self.passed:
-                _shut(sock)
-
-    def _cut(self) -> None:
-        with self._lock:
-            self.passed = True
-            for sock in self._sockets:
-                _shut(sock)
-
-    def __enter__(self) -> Deadline:
-        self._timer = threading.Timer(self.left(), self._cut)
-        self._timer.daemon = True
-        self._timer.start()
-        self._token = _WATCHED.set(self)
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._token is not None:
-            _WATCHED.reset(self._token)
-
-
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # already closed: nothing left to cut
-        sock.shutdown(socket.SHUT_RDWR)
-
-
-class _Watched(HTTPConnection):
-    def connect(self) -> None:
-        super().connect()
-        if (deadline := _WATCHED.get()) is not None and self.sock is not None:
-            deadline.watch(self.sock)
-
-
-class _WatchedTLS(HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()
-        if (deadline := _WATCHED.get()) is not None and self.sock is not None:
-            deadline.watch(self.sock)
-
-
-class _Pool(HTTPConnectionPool):
-    ConnectionCls = _Watched
-
-
-class _TLSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedTLS
-
-
-class _Adapter(HTTPAdapter):
-    """requests' adapter, whose connections a ``Deadline`` in force can shut."""
-
-    def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **kwargs: Any) -> None:
-        super().init_poolmanager(connections, maxsize, block, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
-
-
-def session() -> requests.Session:
-    """A requests session whose downloads a ``Deadline`` bounds."""
-    out = requests.Session()
-    out.mount("http://", _Adapter())
-    out.mount("https://", _Adapter())
-    return out
+    done: int = 0
+    total: int | None = None
 
 
 @dataclass(frozen=True)
 class Transfer:
-    """How downloads run: the stall and overall deadlines, and where progress goes."""
+    """How downloads run: the stall and overall deadlines, and the line that shows their progress."""
 
-    progress: Progress
+    status: StatusLine = field(default_factory=StatusLine)
     stall_s: float = 60.0
     deadline_s: float = 3600.0
 
@@ -167,10 +96,38 @@ class Transfer:
         """Bring ``url`` into ``part``; returns the full size the server announced (None: it did not).
 
         ``limit``: the most bytes the file may have; ``size``: the bytes it must have, when known.
+        The transfer runs in a thread of its own while this one shows its progress every tick,
+        bytes or none (a server that sends nothing yet is a wait the log must show).
         """
+        meter = _Meter()
+        run: Callable[..., int | None] = contextvars.copy_context().run  # the Deadline in force, there too
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cuzk-download") as pool:
+            future = pool.submit(run, self._fetch, http, url, part, deadline, limit, size, meter)
+            try:
+                while not concurrent.futures.wait([future], timeout=TICK_S).done:
+                    self.status.download(name, meter.done, meter.total)
+            except BaseException:  # Ctrl-C while waiting: the transfer's thread must end too
+                deadline.cut()
+                raise
+        total = future.result()
+        self.status.download(name, meter.done, total)
+        return total
+
+    def _fetch(
+        self,
+        http: requests.Session,
+        url: str,
+        part: Path,
+        deadline: Deadline,
+        limit: int,
+        size: int | None,
+        meter: _Meter,
+    ) -> int | None:
         shown = redact(url)
         validator = _load_validator(part, url)
         offset = part.stat().st_size if part.exists() and validator else 0
+        if passed := self._passed(deadline, shown, offset):  # in the pause before this attempt
+            raise passed
         headers = {"Accept-Encoding": "identity"}
         if offset:
             headers |= {"Range": f"bytes={offset}-", "If-Range": validator or ""}
@@ -178,19 +135,21 @@ class Transfer:
             timeout = (min(CONNECT_S, deadline.left()), min(self.stall_s, deadline.left()))
             resp = http.get(url, headers=headers, stream=True, timeout=timeout)
         except requests.RequestException as exc:  # its text, not its chain: that holds the URL unmasked
-            unreachable = Failed(f"cannot reach {shown}: {redact(str(exc))}")
-            raise self._passed(deadline, shown, offset) or unreachable from None
+            raise self._passed(deadline, shown, offset) or self._unanswered(shown, exc) from None
         with resp:
             start, total = _content_range(resp)
+            meter.done, meter.total = offset, total
             if resp.status_code == 416 or (resp.status_code == 206 and start != offset):
                 forget_part(part)
-                raise Retry(f"{shown} could not resume at byte {offset}; starting over")
-            if resp.status_code == 206 and _validator(resp) != validator:
+                raise Transient(f"{shown} could not resume at byte {offset}; starting over")
+            if resp.status_code == 206 and offset and (got := _validator(resp)) != validator:
                 forget_part(part)
-                raise Retry(
-                    f"{shown} answered a resume with another version of the file "
-                    f"({_validator(resp)!r}, not {validator!r}); starting over"
+                raise Transient(
+                    f"{shown} answered a resume with another version of the file (its validator "
+                    f"{got or 'is missing'}, where the part came with {validator}); starting over"
                 )
+            if resp.status_code in RETRIED_STATUSES:
+                raise Transient(f"{shown} answered HTTP {resp.status_code} {resp.reason}")
             if resp.status_code not in (200, 206):
                 raise Failed(f"{shown} answered HTTP {resp.status_code} {resp.reason}")
             if resp.status_code == 200:
@@ -202,22 +161,35 @@ class Transfer:
                 forget_part(part)
                 raise Failed(f"{shown} announces {total} bytes, more than the {limit} this file may have")
             _save_validator(part, url, resp)
-            done = self._stream(resp, shown, name, part, offset, total, deadline, limit, size)
+            done = self._stream(resp, shown, part, offset, deadline, limit, size, meter)
         if total is not None and done < total:
-            raise Retry(f"transfer ended after {done} of {total} bytes")
+            raise Transient(f"transfer ended after {done} of {total} bytes")
         return total
+
+    def _unanswered(self, shown: str, exc: requests.RequestException) -> Exception:
+        """Why a request got no response: a stalled or cut head, an unreachable host, a bad URL."""
+        if isinstance(exc, requests.ReadTimeout):
+            return Failed(
+                f"{shown} sent no whole response head in {self.stall_s:g} s (--cuzk-download-stall); "
+                "the server stalled"
+            )
+        cut = next((e for e in _causes(exc) if isinstance(e, HeadCut)), None)
+        if cut is not None:
+            return Transient(f"{shown}: {cut}")
+        if isinstance(exc, requests.ConnectionError):
+            return Transient(f"cannot reach {shown}: {redact(str(exc))}")
+        return Failed(f"{shown}: {redact(str(exc))}")  # too many redirects, a URL requests refuses
 
     def _stream(
         self,
         resp: requests.Response,
         shown: str,
-        name: str,
         part: Path,
         offset: int,
-        total: int | None,
         deadline: Deadline,
         limit: int,
         size: int | None,
+        meter: _Meter,
     ) -> int:
         done = offset
         with part.open("ab" if offset else "wb") as fh:
@@ -226,7 +198,7 @@ class Transfer:
                 while chunk := resp.raw.read1(NET_CHUNK):
                     _write(fh, chunk, part)
                     done += len(chunk)
-                    self.progress(name, done, total)
+                    meter.done = done
                     if done > limit:
                         fh.close()
                         forget_part(part)
@@ -243,7 +215,7 @@ class Transfer:
                     "(--cuzk-download-stall); the server stalled"
                 ) from exc
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                raise self._passed(deadline, shown, done) or Retry(
+                raise self._passed(deadline, shown, done) or Transient(
                     f"transfer broke off after {done} bytes: {redact(str(exc))}"
                 ) from exc
         if failed := self._passed(deadline, shown, done):
@@ -271,6 +243,18 @@ def _write(fh: BinaryIO, chunk: bytes, part: Path) -> None:
         raise DataDirUnwritable(part, exc) from None
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """An exception and those it wraps, as requests and urllib3 wrap them (in args and ``reason``)."""
+    seen: list[BaseException] = []
+    todo = [exc]
+    while todo and len(seen) < 16:
+        err = todo.pop()
+        seen.append(err)
+        yield err
+        inner = [getattr(err, "reason", None), err.__cause__, *err.args]
+        todo += [e for e in inner if isinstance(e, BaseException) and e not in seen]
+
+
 def _validator(resp: requests.Response) -> str | None:
     return resp.headers.get("ETag") or resp.headers.get("Last-Modified")
 
@@ -285,7 +269,7 @@ def _load_validator(part: Path, url: str) -> str | None:
         record = json.loads(_validator_path(part).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("url") != url:
+    if not isinstance(record, dict) or record.get("url_sha256") != _digest(url):
         return None
     value = record.get("validator")
     return value if isinstance(value, str) and value else None
@@ -295,9 +279,14 @@ def _save_validator(part: Path, url: str, resp: requests.Response) -> None:
     validator = _validator(resp)
     path = _validator_path(part)
     if validator and not validator.startswith("W/"):  # a weak ETag cannot vouch for a byte range
-        path.write_text(json.dumps({"url": url, "validator": validator}))
+        path.write_text(json.dumps({"url_sha256": _digest(url), "validator": validator}))
     else:
         path.unlink(missing_ok=True)
+
+
+def _digest(url: str) -> str:
+    """What a ``.part``'s record keeps of its URL: enough to compare, nothing a token can be read from."""
+    return hashlib.sha256(url.encode()).hexdigest()
 
 
 def forget_part(part: Path) -> None:

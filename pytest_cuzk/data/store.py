@@ -14,15 +14,18 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
+from urllib3.exceptions import MaxRetryError
+from urllib3.util import Retry
 
 from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable
-from pytest_cuzk.core.progress import Progress, StatusLine
-from pytest_cuzk.data.download import Deadline, Failed, Retry, SizeMismatch, Transfer, forget_part, session
+from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.data.connections import Deadline, session
+from pytest_cuzk.data.download import Failed, SizeMismatch, Transfer, Transient, forget_part
 from pytest_cuzk.data.manifest import DataEntry, Manifest
 from pytest_cuzk.wire.files import atomic_write, file_sha256
 from pytest_cuzk.wire.kinds import by_name
@@ -35,6 +38,8 @@ log = logging.getLogger(__name__)
 
 GEN_VANILLA = {"winning": "winning-post", "wpost": "window-post", "snap": "snap-prove"}
 ATTEMPTS = 3
+# Between attempts: none before the second, then 1 s, 2 s ... (urllib3's exponential backoff).
+RETRIES = Retry(total=ATTEMPTS - 1, backoff_factor=0.5, backoff_max=30.0)
 
 
 class DataStore:
@@ -48,17 +53,15 @@ class DataStore:
         cache_dir: Path,
         *,
         offline: bool = False,
-        progress: Progress | None = None,
-        say: Callable[[str], None] | None = None,
+        status: StatusLine | None = None,
         stall_s: float = 60.0,
         deadline_s: float = 3600.0,
     ) -> None:
-        """``say`` puts a line on the terminal at once (the first pin of a file's sha256)."""
+        """``status`` shows a download's progress and says what must be seen at once (a first pin)."""
         self.cache_dir = Path(cache_dir)
         self.offline = offline
-        line = StatusLine()
-        self.transfer = Transfer(progress if progress is not None else line.download, stall_s, deadline_s)
-        self.say = say if say is not None else line.say
+        self.status = status if status is not None else StatusLine()
+        self.transfer = Transfer(self.status, stall_s, deadline_s)
         self.notes: list[str] = []
 
     def ensure_all(self, manifest: Manifest, kinds: Iterable[str]) -> dict[str, list[Path] | DataUnavailable]:
@@ -100,7 +103,7 @@ class DataStore:
         cached = self.cache_dir / entry.file
         cached.parent.mkdir(parents=True, exist_ok=True)
         # The deadline starts before the lock: waiting for another process's download is this one's.
-        deadline = Deadline(self.transfer.deadline_s)
+        deadline = Deadline(self.transfer.deadline_s, self.transfer.stall_s)
         try:
             with FileLock(f"{cached}.lock", timeout=deadline.left()):
                 missing = self._check_cached(cached, entry, manifest)
@@ -179,7 +182,7 @@ class DataStore:
             f'recorded sha256 {sha} in {pin} and later runs must match it (add sha256 = "{sha}" to the '
             "manifest to pin it for everyone)"
         )
-        self.say(redact(f"cuzk: {message}"))
+        self.status.say(redact(f"cuzk: {message}"))
         self._note(message)
 
     def _download(
@@ -190,21 +193,25 @@ class DataStore:
             raise self._waited(entry, manifest, deadline)
         part = dest.with_name(dest.name + ".part")
         limit = entry.size if entry.size is not None else largest_file(entry.kind)
-        failure = ""
-        with session() as http, deadline:
-            for _ in range(ATTEMPTS):
+        retries = RETRIES
+        wait = self.status.stage(f"downloading {entry.file}", deadline.seconds)
+        with session() as http, deadline, wait:
+            while True:
                 try:
                     announced = self.transfer.fetch(http, url, entry.file, part, deadline, limit, entry.size)
                     return self._place(part, dest, entry, manifest, announced)
-                except Retry as exc:
-                    failure = str(exc)
+                except Transient as exc:
+                    try:
+                        retries = retries.increment("GET", url, error=exc)
+                    except MaxRetryError:
+                        reason = f"the download from {url} failed {ATTEMPTS} times (the last: {exc})"
+                        raise self._unavailable(entry, manifest, reason, self._hint(entry, manifest)) from exc
+                    deadline.pause(retries.get_backoff_time())
                 except SizeMismatch as exc:
                     fix = self._changed(entry, manifest, "size")
                     raise self._unavailable(entry, manifest, str(exc), fix) from exc
                 except Failed as exc:
                     raise self._unavailable(entry, manifest, str(exc), self._hint(entry, manifest)) from exc
-        reason = f"the download from {url} broke off {ATTEMPTS} times ({failure})"
-        raise self._unavailable(entry, manifest, reason, self._hint(entry, manifest))
 
     def _place(
         self, part: Path, dest: Path, entry: DataEntry, manifest: Manifest, announced: int | None

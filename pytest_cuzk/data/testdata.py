@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.errors import DataUnavailable
-from pytest_cuzk.core.progress import Progress
+from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.data.manifest import Manifest, load_manifest
 from pytest_cuzk.data.store import DataStore
@@ -35,13 +34,12 @@ class TestData:
         self,
         settings: Settings,
         manifest: Path | None,
-        progress: Progress | None,
-        say: Callable[[str], None] | None = None,
+        status: StatusLine | None,
     ) -> None:
+        """``status``: where downloads show their progress (None: stderr)."""
         self.settings = settings
         self.manifest_path = settings.manifest or manifest or DEFAULT_MANIFEST
-        self._progress = progress
-        self._say = say
+        self._status = status
         self._manifest: Manifest | None = None
         self._found: dict[str, list[Path] | DataUnavailable] = {}
         self._templates: dict[str, list[pb.SubmitProofRequest]] = {}
@@ -69,8 +67,7 @@ class TestData:
             store = DataStore(
                 s.data_dir,
                 offline=s.offline,
-                progress=self._progress,
-                say=self._say,
+                status=self._status,
                 stall_s=s.download_stall,
                 deadline_s=s.download_timeout,
             )

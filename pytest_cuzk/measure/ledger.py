@@ -1,6 +1,8 @@
 """How the daemons' counters moved over the run, summed across restarts and xdist workers.
 
-The counters are the proofs completed and failed, and cuzk-ref's phase seconds.
+The counters are the proofs completed and failed, and cuzk-ref's phase seconds. Beside them the
+ledger counts the failures the suite causes on purpose (``PLANNED``: the malformed-input test's
+truncated requests), so that a failure counter that moved is told apart from a daemon that failed.
 
 The ledger reads a daemon's counters whenever a cuzk test starts or ends. Each daemon
 process contributes its last reading minus its first, so a daemon stopped for a new
@@ -18,11 +20,12 @@ from pytest_cuzk.backends.protocol import DaemonBackend
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.daemon.client import ProvingClient
 
-__all__ = ["MetricKey", "MetricLedger", "MetricValues", "series_name"]
+__all__ = ["PLANNED", "MetricKey", "MetricLedger", "MetricValues", "series_name"]
 
 MetricKey = tuple[str, tuple[tuple[str, str], ...]]
 MetricValues = dict[MetricKey, float]
 _Generation = tuple[str, int | None, str]
+PLANNED: MetricKey = ("pytest_cuzk_planned_failures", ())  # the plugin's own count, not a daemon's
 
 
 def series_name(key: MetricKey) -> str:
@@ -69,6 +72,10 @@ class MetricLedger:
             )
         self._first.setdefault(generation, values)
         self._last[generation] = values
+
+    def planned_failure(self, label: str) -> None:
+        """A proof the suite made fail on purpose on the daemon ``label`` (summed like its counters)."""
+        _add(self._closed.setdefault(label, {}), {PLANNED: 1.0})
 
     def _close(self, generation: _Generation) -> None:
         first, last = self._first.pop(generation), self._last.pop(generation)

@@ -5,8 +5,8 @@ throughput, so a fleet operator needs measured figures per host over many runs a
 many machines at once. SQLAlchemy Core keeps one code path for a local SQLite file and a fleet's
 shared PostgreSQL.
 
-Default location: ``$XDG_DATA_HOME/pytest-cuzk/results.db`` (``~/.local/share/pytest-cuzk/results.db``
-when unset; ``~/Library/Application Support`` on macOS, ``%LOCALAPPDATA%`` on Windows). A URL
+Default location: ``results.db`` in the per-user data directory (``host.paths``:
+``$XDG_DATA_HOME/pytest-cuzk``, ``~/.local/share/pytest-cuzk`` when unset). A URL
 ``postgresql://user@host/db`` selects PostgreSQL through psycopg 3 (``pip install
 'pytest-cuzk[postgresql]'``); a bare path is a SQLite file.
 
@@ -21,8 +21,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import importlib.util
-import os
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -33,6 +31,7 @@ import sqlalchemy as sa
 from filelock import FileLock
 from sqlalchemy.dialects import postgresql, sqlite
 
+from pytest_cuzk.host.paths import user_data_dir
 from pytest_cuzk.results.rows import HostRecord, ResultRow, RunRecord, TestRecord
 from pytest_cuzk.wire.redact import redact
 
@@ -53,13 +52,7 @@ _PG_LOCK_KEY = 0x6375_7A6B  # "cuzk": serializes schema changes between fleet ma
 
 def default_url() -> str:
     """SQLite file in the platform's per-user data directory."""
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return f"sqlite:///{base / 'pytest-cuzk' / 'results.db'}"
+    return f"sqlite:///{user_data_dir() / 'results.db'}"
 
 
 def normalize_url(url: str | None) -> sa.URL:

@@ -1,7 +1,8 @@
 """The suite's case matrix: daemon × kind × batch size × concurrency, with ids ``-k`` selects on.
 
-Ids read ``porep-batch2-j1`` (``rtx4090-porep-batch2-j1`` with several daemons or labels,
-``...-attached`` for an attached daemon, so its baselines stay apart from a spawned one's).
+Ids read ``porep-batch2-j1`` (``rtx4090-porep-batch2-j1`` with several daemons or labels),
+however the daemon is reached: a baseline saved against a spawned daemon gates an attached one
+of the same build. How it was reached is in the run's machine info (``cuzk.daemon_mode``).
 The load scenarios have their own: ``test_server[porep-batch1]`` and ``test_sweep[porep-batch1]``
 for a kind at a batch size (the sweep only for the throughput kinds, PoRep and SnapDeals),
 ``test_priority[winning-under-porep]`` for a PoSt kind under a throughput kind's load.
@@ -34,7 +35,6 @@ class Case:
     kind: ProofKindInfo
     batch_size: int
     concurrency: int
-    attached: bool = False
     show_label: bool = False
     background: ProofKindInfo | None = None  # the load a priority case's proofs run under
     axes: tuple[str, ...] = ("batch", "j")  # what the id names besides the kind
@@ -45,8 +45,6 @@ class Case:
         parts.append(f"{self.kind.name}-under-{self.background.name}" if self.background else self.kind.name)
         parts += [f"batch{self.batch_size}"] if "batch" in self.axes else []
         parts += [f"j{self.concurrency}"] if "j" in self.axes else []
-        if self.attached:
-            parts.append("attached")
         return "-".join(parts)
 
     @property
@@ -73,7 +71,7 @@ def _matrix(make: _Make, kind: ProofKindInfo, settings: Settings) -> Iterator[Ca
 
 
 def _per_kind(make: _Make, kind: ProofKindInfo, settings: Settings) -> Iterator[Case]:
-    yield make(kind, 1, 1, attached=False, axes=())
+    yield make(kind, 1, 1, axes=())
 
 
 def _per_batch(make: _Make, kind: ProofKindInfo, settings: Settings) -> Iterator[Case]:
@@ -103,12 +101,12 @@ _SHAPES: dict[str, Callable[[_Make, ProofKindInfo, Settings], Iterator[Case]]] =
 assert set(_SHAPES) == set(CASE_FIXTURES), "every suite fixture has its cases"
 
 
-def case_params(labels: Sequence[str], attached: bool, settings: Settings, fixture: str) -> list[Any]:
+def case_params(labels: Sequence[str], settings: Settings, fixture: str) -> list[Any]:
     """``pytest.param`` per case of the suite fixture ``fixture``, for each daemon in ``labels``."""
     show_label = len(labels) > 1 or bool(settings.labels)
     params = []
     for label in labels:
-        make = functools.partial(Case, label, attached=attached, show_label=show_label)
+        make = functools.partial(Case, label, show_label=show_label)
         for kind in KINDS.values():
             params += [pytest.param(c, id=c.id) for c in _SHAPES[fixture](make, kind, settings)]
     return params

@@ -65,6 +65,7 @@ def test_malformed_input_fails_cleanly_and_the_daemon_keeps_proving(
     with cuzk_session.client(cuzk_target) as client:
         bad = client.prove(_malformed(data.request(kind)), timeout_s=timeout)
         assert bad.status == pb.AwaitProofResponse.FAILED
+        cuzk_session.ledger.planned_failure(cuzk_target.label)  # the summary says why the counter moved
         assert bad.error_message, "a failed job must say why"
         assert not bad.proof
         good = client.prove(data.request(kind), timeout_s=timeout)

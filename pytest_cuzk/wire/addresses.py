@@ -81,6 +81,8 @@ def parse_address(addr: str) -> Address:
             text = rest.removesuffix("/")
         if "@" in text.partition("/")[0]:
             raise ValueError("a daemon address takes no user name or password (cuzk's gRPC has no login)")
+        if any(ch in text for ch in "/?#"):  # said before a part of it is quoted: a query may hold a token
+            raise ValueError("a daemon address takes no path, query or fragment")
         return _parse_host_port(text)
     except ValueError as exc:
         raise ValueError(

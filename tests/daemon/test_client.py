@@ -14,6 +14,7 @@ import grpc
 import pytest
 
 from pytest_cuzk.core.errors import (
+    DaemonExited,
     DaemonUnavailable,
     DeadlineExceeded,
     InternalError,
@@ -237,7 +238,7 @@ def test_parse_address_accepts_the_forms_cuzk_tools_use(addr: str, target: str, 
         ("[nope]:9820", "'nope' in brackets is not an IPv6 address"),
         ("unix://run/cuzk.sock", "the unix socket path must be absolute"),
         ("unix:cuzk.sock", "the unix socket path must be absolute"),
-        ("http://host/x:9820", "is not a host name"),
+        ("http://host/x:9820", "takes no path, query or fragment"),
     ],
 )
 def test_parse_address_rejects_other_forms_listing_the_accepted_ones(addr: str, why: str) -> None:
@@ -254,6 +255,8 @@ def test_parse_address_rejects_other_forms_listing_the_accepted_ones(addr: str, 
     [
         ("http://cuzk:s3cret@127.0.0.1:9820", "http://cuzk:***@127.0.0.1:9820"),
         ("cuzk:s3cret@127.0.0.1:9820", "cuzk:***@127.0.0.1:9820"),
+        ("s3cret@127.0.0.1:9820", "***@127.0.0.1:9820"),
+        ("http://s3cret@127.0.0.1:9820", "http://***@127.0.0.1:9820"),
     ],
 )
 def test_an_address_with_a_password_is_refused_without_showing_it(addr: str, shown: str) -> None:
@@ -261,6 +264,13 @@ def test_an_address_with_a_password_is_refused_without_showing_it(addr: str, sho
         parse_address(addr)
     said = f"cannot use daemon address {shown!r}: a daemon address takes no user name or password"
     assert said in str(info.value) and "s3cret" not in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("addr", ["http://127.0.0.1:9820/?token=s3cret", "127.0.0.1:9820?token=s3cret"])
+def test_an_address_with_a_query_is_refused_without_showing_it(addr: str) -> None:
+    with pytest.raises(ValueError, match="takes no path, query or fragment") as info:
+        parse_address(addr)
+    assert "s3cret" not in str(info.value), str(info.value)
 
 
 def test_client_refuses_a_bad_address_before_connecting() -> None:
@@ -518,6 +528,20 @@ def test_wait_ready_gives_up_naming_the_address_and_last_error(transport: str, t
     assert err.address == address and err.rpc == "GetStatus (wait_ready)"
     assert "no answer within 0.6 s" in str(err) and "last error UNAVAILABLE" in str(err)
     assert isinstance(err.__cause__, DaemonUnavailable)
+
+
+def test_wait_ready_runs_its_check_before_each_attempt_and_stops_when_it_raises(tmp_path: Path) -> None:
+    """The one GetStatus poller: a spawned daemon's wait ticks its line and stops when its process exits."""
+    calls: list[float] = []
+
+    def between() -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 4:
+            raise DaemonExited("daemon exited before it answered")
+
+    with ProvingClient(f"unix://{tmp_path}/nobody.sock") as c, pytest.raises(DaemonExited):
+        c.wait_ready(timeout_s=30, between=between)
+    assert len(calls) == 4 and calls[-1] - calls[0] < 5, "polled with backoff, stopped by the check"
 
 
 def test_proof_result_names_unknown_status_numbers() -> None:

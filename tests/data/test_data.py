@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import multiprocessing
 import os
@@ -16,8 +17,9 @@ from pathlib import Path
 import pytest
 from engine_support import tmpfs
 from httpserver import FileServer
-from support import c1_wrapper, timed_ensure
+from support import c1_wrapper, log_line, timed_ensure
 
+from pytest_cuzk.core import progress
 from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable, ManifestError
 from pytest_cuzk.data import store as datastore
 from pytest_cuzk.data.manifest import Manifest, load_manifest
@@ -39,13 +41,13 @@ def server() -> Iterator[FileServer]:
 
 
 @pytest.fixture
-def progress() -> list[tuple[str, int, int | None]]:
-    return []
+def log() -> io.StringIO:
+    return io.StringIO()
 
 
 @pytest.fixture
-def store(tmp_path: Path, progress: list[tuple[str, int, int | None]]) -> DataStore:
-    return DataStore(tmp_path / "cache", progress=lambda *call: progress.append(call))
+def store(tmp_path: Path, log: io.StringIO) -> DataStore:
+    return DataStore(tmp_path / "cache", status=log_line(log))
 
 
 def write_manifest(tmp_path: Path, body: str) -> Manifest:
@@ -72,13 +74,14 @@ def counting_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     return hashed
 
 
-def test_fresh_download_lands_in_the_cache_verified(tmp_path, server, store, progress):
+def test_fresh_download_lands_in_the_cache_verified(tmp_path, server, store, log):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), extra=f"size = {len(PAYLOAD)}\n")
     path = store.ensure(manifest.entries["porep"][0], manifest)
     assert path == tmp_path / "cache" / "c1.json"
     assert path.read_bytes() == PAYLOAD
     assert server.count("/c1.json") == 1
-    assert progress[-1] == ("c1.json", len(PAYLOAD), len(PAYLOAD))
+    mb = f"{len(PAYLOAD) / 1e6:.1f}"
+    assert log.getvalue().splitlines()[-1] == f"downloading c1.json: {mb}/{mb} MB (100%)"
     assert not path.with_name("c1.json.part").exists()
 
 
@@ -86,7 +89,7 @@ def test_cached_file_is_not_fetched_nor_hashed_again(tmp_path, server, store, mo
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     store.ensure(manifest.entries["porep"][0], manifest)
     hashed = counting_hashes(monkeypatch)
-    again = DataStore(tmp_path / "cache", progress=lambda *a: None)
+    again = DataStore(tmp_path / "cache", status=log_line())
     path = again.ensure(manifest.entries["porep"][0], manifest)
     assert (server.count(), hashed) == (1, [])
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
@@ -117,6 +120,21 @@ def test_interrupted_transfer_resumes_with_range(tmp_path, server, store):
     assert 500_000 < start <= 600_000
 
 
+def test_the_record_of_a_part_keeps_no_secret_of_its_url(tmp_path, server):
+    """A cut transfer leaves its ``.part`` and a record of where it came from; the token stays out."""
+    store = DataStore(tmp_path / "cache", status=log_line())
+    url = server.add("/c1.json?token=s3cret", PAYLOAD).replace("//", "//T0ken@")
+    manifest = porep_manifest(tmp_path, url)
+    server.rules.cuts["/c1.json?token=s3cret"] = [600_000] + [0] * (datastore.ATTEMPTS - 1)
+    with pytest.raises(DataUnavailable):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    left = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert any(p.name == "c1.json.part.json" for p in left)
+    assert [p for p in left if b"s3cret" in p.read_bytes() or b"T0ken" in p.read_bytes()] == []
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
+    assert server.requests[-1].headers.get("Range"), "the record still lets the part be resumed"
+
+
 def test_server_that_ignores_range_gets_a_clean_restart(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.ignore_range()
@@ -137,7 +155,8 @@ def test_a_part_with_no_validator_beside_it_is_not_resumed(tmp_path, server, sto
 def test_transfer_that_keeps_breaking_gives_up(tmp_path, server, store):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.cut_after("/c1.json", 0, times=datastore.ATTEMPTS)
-    with pytest.raises(DataUnavailable, match=f"broke off {datastore.ATTEMPTS} times"):
+    broke = rf"failed {datastore.ATTEMPTS} times \(the last: transfer broke off after 0 bytes"
+    with pytest.raises(DataUnavailable, match=broke):
         store.ensure(manifest.entries["porep"][0], manifest)
 
 
@@ -195,11 +214,11 @@ def test_reference_engine_data_points_at_gen_data(tmp_path, store):
 
 def test_offline_never_touches_the_network(tmp_path, server):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
-    offline = DataStore(tmp_path / "cache", offline=True, progress=lambda *a: None)
+    offline = DataStore(tmp_path / "cache", offline=True, status=log_line())
     with pytest.raises(DataUnavailable, match=r"offline mode \(--cuzk-offline\)"):
         offline.ensure(manifest.entries["porep"][0], manifest)
     assert server.requests == []
-    DataStore(tmp_path / "cache", progress=lambda *a: None).ensure(manifest.entries["porep"][0], manifest)
+    DataStore(tmp_path / "cache", status=log_line()).ensure(manifest.entries["porep"][0], manifest)
     assert offline.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     assert server.count() == 1
 
@@ -291,7 +310,7 @@ def test_ensure_all_maps_each_kind_to_a_path_or_the_reason(tmp_path, server, sto
 def _ensure_in_child(cache: str, manifest_path: str, barrier) -> None:
     manifest = load_manifest(Path(manifest_path))
     barrier.wait(timeout=60)
-    DataStore(Path(cache), progress=lambda *a: None).ensure(manifest.entries["porep"][0], manifest)
+    DataStore(Path(cache), status=log_line()).ensure(manifest.entries["porep"][0], manifest)
 
 
 @pytest.mark.e2e  # two processes
@@ -433,7 +452,7 @@ request = {sector_number = 2}
     assert [e.file for e in manifest.entries["porep"]] == ["c1-a.json", "c1-b.json"]
     assert [e.entry_key for e in manifest.entries["porep"]] == ["kinds.porep[0]", "kinds.porep[1]"]
     (manifest.dir / "c1-a.json").write_bytes(b"a")
-    store = DataStore(tmp_path / "cache", progress=lambda *a: None)
+    store = DataStore(tmp_path / "cache", status=log_line())
     (found,) = store.ensure_all(manifest, ["porep"]).values()
     assert isinstance(found, DataUnavailable), "one missing sector makes the kind unavailable"
     assert found.entry_key == "kinds.porep[1]"
@@ -477,8 +496,8 @@ def test_test_data_raises_why_a_kind_cannot_be_had_and_says_it_is_not_available(
 
 
 def test_a_cut_download_with_no_length_and_no_sha256_is_never_placed_nor_pinned(tmp_path, server):
-    said: list[str] = []
-    store = DataStore(tmp_path / "cache", progress=lambda *a: None, say=said.append)
+    said = io.StringIO()
+    store = DataStore(tmp_path / "cache", status=log_line(said))
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None)
     server.leave_out(length=True)
     server.cut_after("/c1.json", len(PAYLOAD) // 2, times=datastore.ATTEMPTS)
@@ -486,12 +505,12 @@ def test_a_cut_download_with_no_length_and_no_sha256_is_never_placed_nor_pinned(
         store.ensure(manifest.entries["porep"][0], manifest)
     assert not (tmp_path / "cache" / "c1.json").exists()
     assert not (tmp_path / "cache" / "c1.json.pin.json").exists()
-    assert said == []
+    assert "trusting" not in said.getvalue()
 
 
 def test_a_whole_download_with_no_length_is_trusted_on_first_use_and_says_so(tmp_path, server):
-    said: list[str] = []
-    store = DataStore(tmp_path / "cache", progress=lambda *a: None, say=said.append)
+    said = io.StringIO()
+    store = DataStore(tmp_path / "cache", status=log_line(said))
     manifest = write_manifest(
         tmp_path, f'[kinds.porep]\nfile = "c1.json"\nurl = "{server.add("/c1.json", PAYLOAD)}"\n'
     )
@@ -500,7 +519,7 @@ def test_a_whole_download_with_no_length_is_trusted_on_first_use_and_says_so(tmp
         store.ensure(manifest.entries["porep"][0], manifest)
     server.leave_out()
     assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
-    assert len(said) == 1 and "trusting it on first use" in said[0]
+    assert said.getvalue().count("trusting it on first use") == 1
 
 
 def test_a_resume_against_a_changed_file_takes_the_new_file_whole(tmp_path, server, store):
@@ -520,7 +539,7 @@ def test_a_resume_without_a_validator_starts_over(tmp_path, server, store):
 
 
 def test_a_stalled_server_is_given_up_after_the_stall_deadline(tmp_path, server):
-    store = DataStore(tmp_path / "cache", progress=lambda *a: None, stall_s=0.5)
+    store = DataStore(tmp_path / "cache", status=log_line(), stall_s=0.5)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.slow(3.0)
     started = time.monotonic()
@@ -532,7 +551,7 @@ def test_a_stalled_server_is_given_up_after_the_stall_deadline(tmp_path, server)
 
 
 def test_a_trickling_server_is_given_up_at_the_overall_deadline(tmp_path, server):
-    store = DataStore(tmp_path / "cache", progress=lambda *a: None, deadline_s=1.0)
+    store = DataStore(tmp_path / "cache", status=log_line(), deadline_s=1.0)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.trickle(0.01)
     with pytest.raises(DataUnavailable, match=r"was still sending after 1 s \(\d+ bytes so far"):
@@ -551,9 +570,22 @@ def test_a_206_of_another_version_is_never_spliced_onto_the_part(tmp_path, serve
     assert pin["sha256"] == hashlib.sha256(OTHER).hexdigest()
 
 
-def test_headers_trickled_a_byte_a_second_are_cut_at_the_deadline(tmp_path, server):
-    """Each byte comes within the stall time, so only the overall deadline can end it."""
-    store = DataStore(tmp_path / "cache", progress=lambda *a: None, stall_s=2.0, deadline_s=2.5)
+def test_headers_trickled_a_byte_at_a_time_meet_the_stall_time(tmp_path, server):
+    """A head's bytes are no progress: it must arrive whole within --cuzk-download-stall."""
+    store = DataStore(tmp_path / "cache", status=log_line(), stall_s=1.0, deadline_s=30.0)
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.trickle_headers(0.2)
+    started = time.monotonic()
+    with pytest.raises(
+        DataUnavailable, match=r"sent no whole response head in 1 s \(--cuzk-download-stall\)"
+    ):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert time.monotonic() - started < 5.0
+    assert server.count("/c1.json") == 1, "a stall is not tried again"
+
+
+def test_headers_trickled_past_the_deadline_are_cut_at_it(tmp_path, server):
+    store = DataStore(tmp_path / "cache", status=log_line(), stall_s=60.0, deadline_s=2.5)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.trickle_headers(0.5)
     started = time.monotonic()
@@ -563,8 +595,77 @@ def test_headers_trickled_a_byte_a_second_are_cut_at_the_deadline(tmp_path, serv
     assert server.count("/c1.json") == 1, "the deadline is the download's, not one attempt's"
 
 
+@pytest.mark.parametrize("nbytes", [12, 40, 90])  # in the status line, in a header, before the blank line
+def test_a_head_cut_short_is_a_broken_transfer_not_an_empty_file(tmp_path, server, nbytes):
+    store = DataStore(tmp_path / "cache", status=log_line())
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.cut_head("/c1.json", nbytes, times=datastore.ATTEMPTS)
+    with pytest.raises(DataUnavailable, match=f"failed {datastore.ATTEMPTS} times") as info:
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert "sha256" not in info.value.reason and "e3b0c442" not in str(info.value)
+    server.cut_head("/c1.json", nbytes)  # once: the next attempt gets the file
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
+
+
+def test_the_head_cut_inside_its_headers_is_named(tmp_path, server):
+    store = DataStore(tmp_path / "cache", status=log_line())
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.cut_head("/c1.json", 90, times=datastore.ATTEMPTS)
+    with pytest.raises(DataUnavailable, match=r"the connection ended inside the response head, after 90 "):
+        store.ensure(manifest.entries["porep"][0], manifest)
+
+
+def test_attempts_back_off(tmp_path, server):
+    """urllib3's backoff between attempts: none before the second, a second before the third."""
+    store = DataStore(tmp_path / "cache", status=log_line())
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.cut_after("/c1.json", 0, times=datastore.ATTEMPTS)
+    seen: list[float] = []
+    real = server.record
+    server.record = lambda request: (seen.append(time.monotonic()), real(request))  # type: ignore[method-assign]
+    with pytest.raises(DataUnavailable):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert len(seen) == datastore.ATTEMPTS
+    assert seen[2] - seen[1] >= 0.9
+
+
+def test_a_busy_server_is_asked_again(tmp_path, server):
+    store = DataStore(tmp_path / "cache", status=log_line())
+    manifest = porep_manifest(tmp_path, server.url("/c1.json"))
+    with pytest.raises(DataUnavailable, match=r"failed 3 times \(the last: .* answered HTTP 503"):
+        server.unavailable("/c1.json", times=datastore.ATTEMPTS)
+        store.ensure(manifest.entries["porep"][0], manifest)
+    server.add("/c1.json", PAYLOAD)
+    server.unavailable("/c1.json", times=1)
+    assert store.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
+    assert server.count("/c1.json") == datastore.ATTEMPTS + 2
+
+
+def test_a_ci_log_shows_a_download_that_gets_no_byte(tmp_path, server, monkeypatch):
+    """The wait for a head that trickles is shown like every other wait, though no byte of a body came."""
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 0.5)
+    out = io.StringIO()
+    store = DataStore(tmp_path / "cache", status=log_line(out), stall_s=60.0, deadline_s=2.2)
+    manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
+    server.trickle_headers(0.3)
+    with pytest.raises(DataUnavailable, match=r"was still sending after 2\.2 s"):
+        store.ensure(manifest.entries["porep"][0], manifest)
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 2, lines
+    assert all(re.fullmatch(r"cuzk: downloading c1\.json \(0\.0 MB\): \d s of 2 s", line) for line in lines)
+
+
+def test_too_many_redirects_are_said_once(tmp_path, server):
+    store = DataStore(tmp_path / "cache", status=log_line())
+    manifest = porep_manifest(tmp_path, server.url("/c1.json"))
+    server.redirect("/c1.json", "/c1.json")
+    with pytest.raises(DataUnavailable, match=r"Exceeded 30 redirects\. ") as info:
+        store.ensure(manifest.entries["porep"][0], manifest)
+    assert ".." not in str(info.value)
+
+
 def test_one_deadline_holds_across_the_retries(tmp_path, server):
-    store = DataStore(tmp_path / "cache", progress=lambda *a: None, deadline_s=1.5)
+    store = DataStore(tmp_path / "cache", status=log_line(), deadline_s=1.5)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.slow(0.6)  # each attempt: 0.6 s, one chunk, then the cut
     server.cut_after("/c1.json", 64 * 1024, times=datastore.ATTEMPTS)
@@ -716,7 +817,7 @@ def test_a_cache_that_cannot_be_written_names_the_file_fails_at_once_and_leaves_
     """A full or read-only --cuzk-data-dir is no broken transfer: one try, the file named, no .part kept."""
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     with tmpfs(tmp_path / "cache", size="64k", read_only=read_only) as cache:
-        store = DataStore(cache, progress=lambda *a: None)
+        store = DataStore(cache, status=log_line())
         with pytest.raises(DataDirUnwritable) as info:
             store.ensure(manifest.entries["porep"][0], manifest)
         left = sorted(p.name for p in cache.iterdir())
@@ -738,7 +839,7 @@ def test_a_cache_file_that_is_a_directory_is_named_as_unusable_not_unwritable(tm
     cache = tmp_path / "cache"
     (cache / "c1.json.lock").mkdir(parents=True)
     with pytest.raises(DataDirUnwritable) as info:
-        DataStore(cache, progress=lambda *a: None).ensure(manifest.entries["porep"][0], manifest)
+        DataStore(cache, status=log_line()).ensure(manifest.entries["porep"][0], manifest)
     assert str(info.value) == (
         f"cannot use {cache / 'c1.json.lock'}: Is a directory; "
         "check that directory, or pass --cuzk-data-dir DIR"

@@ -37,7 +37,7 @@ def test_two_daemons_prove_in_parallel_and_land_in_one_database(pytester, tmp_pa
     out = result.stdout.str()
     for host in ("rtx4090", "a40"):
         for kind in ("winning", "wpost"):
-            assert f"test_prove[{host}-{kind}-batch1-j1-attached]" in out
+            assert f"test_prove[{host}-{kind}-batch1-j1]" in out
     # Each worker took one daemon's tests: per host, one worker, and not the same one.
     workers: dict[str, set[str]] = {}
     for worker, host in re.findall(r"\[(gw\d)\].* PASSED test_prove\.py::test_prove\[(\w+)-", out):

@@ -156,23 +156,32 @@ def _choose(pytester, *args):
 
 def test_choose_attaches_spawns_or_falls_back_to_the_reference_engine(pytester, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "")
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_ProvingEngineServicer_to_server(_Status(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    servers, ports = [], []
+    for _ in range(2):
+        servers.append(grpc.server(futures.ThreadPoolExecutor(max_workers=2)))
+        pb_grpc.add_ProvingEngineServicer_to_server(_Status(), servers[-1])
+        ports.append(servers[-1].add_insecure_port("127.0.0.1:0"))
+        servers[-1].start()
+    port = ports[0]
     addr = f"--cuzk-addr=127.0.0.1:{port}"
     try:
         choice = _choose(pytester, addr)
         assert (choice.mode, [b.address for b in choice.backends]) == ("attach", [f"127.0.0.1:{port}"])
+        labels = [
+            b.label
+            for b in _choose(pytester, f"--cuzk-daemon=127.0.0.1:{port},127.0.0.1:{ports[1]}").backends
+        ]
+        assert labels == [f"127.0.0.1-{port}", f"127.0.0.1-{ports[1]}"]
     finally:
-        server.stop(0)
+        for server in servers:
+            server.stop(0)
     binary = tmp_path / "cuzk-daemon"
     assert _choose(pytester, addr, f"--cuzk-binary={binary}").mode == "spawn"
     fallback = _choose(pytester, addr)
     assert fallback.mode == "ref" and "reference engine" in fallback.reason
     assert _choose(pytester, "--cuzk-daemon=ref", f"--cuzk-binary={binary}").mode == "ref"
-    labels = [b.label for b in _choose(pytester, "--cuzk-daemon=127.0.0.1:1,127.0.0.2:2").backends]
-    assert labels == ["127.0.0.1-1", "127.0.0.2-2"]
+    with pytest.raises(CuzkError, match=r"GetStatus .* on 127\.0\.0\.1:1 failed"):  # dialed as it is chosen
+        _choose(pytester, "--cuzk-daemon=127.0.0.1:1")
 
 
 def test_spawn_without_a_binary_says_what_to_do(pytester, monkeypatch):

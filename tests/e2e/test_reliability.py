@@ -223,6 +223,76 @@ def test_sigterm_to_pytest_ends_the_run_as_ctrl_c_does(pytester, shared_cache, t
         assert list((private / kept).glob("*/daemon.log")), "the failure's evidence is kept"
 
 
+INTERRUPTED_IN_A_CASE = """
+import os, time
+import pytest
+
+@pytest.fixture(scope="session")
+def slow_to_wind_down():
+    yield
+    time.sleep(3)  # the interrupt's wind-down lasts: the second signal lands in it
+
+def test_case(slow_to_wind_down, cuzk_daemon, benchmark):
+    with open(os.environ["DAEMON_FILE"], "w") as f:
+        f.write(str(cuzk_daemon.pid))
+    benchmark.pedantic(time.sleep, args=(0.2,), rounds=100)
+"""
+
+
+def _interrupt_twice(pytester, shared_cache, private: Path, sig: int, *args: str) -> tuple[int, str, int]:
+    """Run a case, send ``sig`` twice 0.4 s apart while it measures; (exit code, output, daemon pid)."""
+    record = private.parent / "pid"
+    private.mkdir()
+    pytester.makepyfile(test_interrupted=INTERRUPTED_IN_A_CASE)
+    cmd = [sys.executable, "-m", "pytest", ".", "--cuzk-daemon=ref", f"--cuzk-data-dir={shared_cache}",
+           "-p", "no:cacheprovider", *args]  # fmt: skip
+    env = {**os.environ, "DAEMON_FILE": str(record), "TMPDIR": str(private)}
+    proc = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not record.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(sig)
+    time.sleep(0.4)
+    proc.send_signal(sig)
+    out = proc.communicate(timeout=60)[0].decode()
+    return proc.returncode, out, int(record.read_text())
+
+
+def test_a_double_ctrl_c_saves_no_baseline_and_ends_in_the_interrupted_summary(
+    pytester, shared_cache, tmp_path
+):
+    storage = tmp_path / "benchmarks"
+    code, out, pid = _interrupt_twice(
+        pytester, shared_cache, tmp_path / "tmp", signal.SIGINT, "--benchmark-autosave",
+        f"--benchmark-storage={storage}",
+    )  # fmt: skip
+    assert code == pytest.ExitCode.INTERRUPTED, out[-3000:]
+    assert "Traceback (most recent call last)" not in out, out[-3000:]
+    assert re.search(r"^!+ KeyboardInterrupt !+$", out, re.MULTILINE), out[-3000:]
+    assert "interrupts.py" not in out, "the line the run was at is named, not the signal handler's"
+    assert "cuzk: interrupted already" in out
+    assert list(storage.rglob("*.json")) == [], "an interrupted run is no baseline"
+    assert "Saved benchmark data" not in out
+    for _ in range(50):
+        if process_gone(pid):
+            break
+        time.sleep(0.1)
+    assert process_gone(pid), f"daemon {pid} outlived pytest:\n{out[-2000:]}"
+
+
+def test_a_double_sigterm_ends_at_once_and_leaves_no_private_folder(pytester, shared_cache, tmp_path):
+    private = tmp_path / "tmp"
+    code, out, pid = _interrupt_twice(pytester, shared_cache, private, signal.SIGTERM)
+    assert code == -signal.SIGTERM, out[-3000:]
+    assert [p.name for p in private.iterdir()] == [], "the private folder is removed before the exit"
+    for _ in range(50):
+        if process_gone(pid):
+            break
+        time.sleep(0.1)
+    assert process_gone(pid), f"daemon {pid} outlived pytest:\n{out[-2000:]}"
+
+
 def test_a_daemon_killed_while_getting_ready_is_reported_as_a_death(inner, tmp_path):
     # Proof 1 is the warm-up: the seeds' hosts were OOM-killed there, during the PCE extraction.
     result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, die_at_proof=1))

@@ -46,3 +46,16 @@ def test_a_daemon_that_does_not_answer_is_left_for_next_time(tmp_path):
     ledger = MetricLedger()
     ledger.observe(FakeDaemon("local", tmp_path))  # never started: no address
     assert ledger.totals() == {}
+
+
+def test_planned_failures_travel_with_the_counters_and_are_said_in_the_summary():
+    from pytest_cuzk.sinks.terminal import metric_deltas
+
+    worker = MetricLedger()
+    worker.planned_failure("local")
+    controller = MetricLedger()
+    controller.merge_wire(json.loads(json.dumps(worker.to_wire())))
+    totals = controller.totals()["local"] | {("cuzk_proofs_failed_total", ()): 1.0}
+    assert metric_deltas(totals) == [
+        "  cuzk_proofs_failed_total: +1 (1 on purpose: the malformed-input test's truncated requests)"
+    ]

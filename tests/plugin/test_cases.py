@@ -45,14 +45,15 @@ def test_several_daemons_put_their_label_first_and_group_by_daemon(fake_run):
     ]
 
 
-def test_attached_cases_say_so_in_their_id(pytester):
+def test_case_ids_do_not_depend_on_how_the_daemon_is_reached(pytester):
+    """A baseline saved against a spawned daemon gates an attached one: same ids (machine info says how)."""
     settings = resolve_settings(pytester.parseconfig("--cuzk-batch-sizes=1"))
-    ids = [p.id for p in case_params(["local"], True, settings, "cuzk_case")]
-    assert ids == [f"{k}-batch1-j1-attached" for k in KINDS]
-    per_kind = [p.id for p in case_params(["a", "b"], True, settings, "cuzk_kind")]
+    ids = [p.id for p in case_params(["local"], settings, "cuzk_case")]
+    assert ids == [f"{k}-batch1-j1" for k in KINDS]
+    per_kind = [p.id for p in case_params(["a", "b"], settings, "cuzk_kind")]
     assert per_kind == [f"{label}-{k}" for label in "ab" for k in KINDS]
-    under = [p.id for p in case_params(["local"], True, settings, "cuzk_priority_case")]
-    assert under[0] == "wpost-under-porep-attached"
+    under = [p.id for p in case_params(["local"], settings, "cuzk_priority_case")]
+    assert under[0] == "wpost-under-porep"
 
 
 def test_case_in_flight_is_batch_times_concurrency():

@@ -28,22 +28,22 @@ def test_each_scenario_fills_extra_info_and_says_its_headline(fake_run, tmp_path
     result, _ = fake_run(FILES, *args, behaviour=QUICK, mode="attach")
     result.assert_outcomes(passed=3)
     extra = _extra(out)
-    server = extra["test_server[winning-batch1-attached]"]
+    server = extra["test_server[winning-batch1]"]
     assert server["max_sustainable_rate_per_hour"] == max(r["rate_per_hour"] for r in server["rates"])
     assert {"goodput_proofs_per_hour", "latency_p99_s", "rates"} <= server.keys()
     assert len(server["rates"]) > 1 and all(r["held"] for r in server["rates"]), "nothing queues in a fake"
     assert "--cuzk-scenario-budget" in server["stop_reason"] or "--cuzk-max-proofs" in server["stop_reason"]
-    priority = extra["test_priority[winning-under-porep-attached]"]
+    priority = extra["test_priority[winning-under-porep]"]
     wanted = {"idle_latency_p50_s", "slowdown_vs_idle", "background_throughput_proofs_per_hour", "slo_met"}
     assert wanted <= priority.keys() and priority["background_kind"] == "porep"
     assert priority["priority"] == "CRITICAL" and priority["probes"] >= 3
     assert priority["slo"] == "5 s (the fake daemon's default)"
-    sweep = extra["test_sweep[porep-batch1-attached]"]
+    sweep = extra["test_sweep[porep-batch1]"]
     assert [p["in_flight"] for p in sweep["curve"]] == list(range(1, len(sweep["curve"]) + 1))
     assert sweep["knee_in_flight"] in [p["in_flight"] for p in sweep["curve"]]
-    assert (plots / "test_sweep[porep-batch1-attached].png").stat().st_size > 10_000
+    assert (plots / "test_sweep[porep-batch1].png").stat().st_size > 10_000
     page = html.read_text()
-    assert "test_priority[winning-under-porep-attached]" in page, "the run report lists them"
+    assert "test_priority[winning-under-porep]" in page, "the run report lists them"
     assert page.count('class="test scenario') == 3, "a row per scenario with its headline"
     assert 'class="test case' not in page, "no proving case ran: the scenarios have their own table"
     assert "No test ran." not in page, "scenarios are tests that ran"
@@ -53,10 +53,10 @@ def test_each_scenario_fills_extra_info_and_says_its_headline(fake_run, tmp_path
     result.stdout.fnmatch_lines(
         [
             "load scenarios:",
-            "  test_server?winning-batch1-attached?: max sustainable *.*/h with p99 within 5 s *",
-            "  test_priority?winning-under-porep-attached?: winning under porep load: * late against the "
+            "  test_server?winning-batch1?: max sustainable *.*/h with p99 within 5 s *",
+            "  test_priority?winning-under-porep?: winning under porep load: * late against the "
             "bound 5 s (the fake daemon's default): met; porep *.*/h in the background",
-            "  test_sweep?porep-batch1-attached?: knee at * in flight *",
+            "  test_sweep?porep-batch1?: knee at * in flight *",
         ]
     )
 

@@ -33,7 +33,9 @@ def test_extra_info_is_the_figures_plus_what_hooks_add(fake_run, tmp_path):
     sink = Sink()
     result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, f"--benchmark-json={out}", plugins=(sink,))
     result.assert_outcomes(passed=1)
-    (bench,) = json.loads(out.read_text())["benchmarks"]
+    run = json.loads(out.read_text())
+    (bench,) = run["benchmarks"]
+    assert run["machine_info"]["cuzk"]["daemon_mode"] == "fake", "how the daemon was reached: not in the id"
     info = bench["extra_info"]
     assert info.pop("rack") == "r7"
     ((nodeid, figures),) = sink.cases

@@ -19,7 +19,16 @@ def _usage(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     [
         (
             ["--cuzk-preset=mediun"],
-            "Invalid value 'mediun' from option --cuzk-preset: use one of default, medium, large, xlarge",
+            "Invalid value 'mediun' from option --cuzk-preset: did you mean medium? "
+            "use one of default, medium, large, xlarge",
+        ),
+        (
+            ["--cuzk-daemon=atuo"],
+            "Invalid value 'atuo' from option --cuzk-daemon: did you mean auto? use auto, spawn, ref or *",
+        ),
+        (
+            ["--cuzk-daemon=spwan"],
+            "Invalid value 'spwan' from option --cuzk-daemon: did you mean spawn? *",
         ),
         (
             ["--cuzk-results-db=defualt"],
