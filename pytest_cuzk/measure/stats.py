@@ -109,7 +109,13 @@ class Rate(_Interval):
         return 3600.0 / np.mean(values, axis=axis)
 
     def _spread_interval(self, x: np.ndarray) -> Interval | None:
+        """None where the windows vary so much that the mean's interval reaches zero seconds per proof.
+
+        Such a rate has no upper bound: inverted, its interval would come out negative.
+        """
         mean = sps.ttest_1samp(x, x.mean()).confidence_interval(CONFIDENCE)
+        if mean.low <= 0:
+            return None
         return 3600.0 / float(mean.high), 3600.0 / float(mean.low)
 
     def ratio(self, before: Sequence[float], after: Sequence[float]) -> tuple[Interval | None, float | None]:

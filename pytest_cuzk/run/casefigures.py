@@ -57,6 +57,8 @@ def case_figures(result: CaseResult, test: str, unsampled: str | None = None) ->
             "not with failed proofs"
             if result.failed
             else f"a 95% interval needs {stats.MIN_INTERVAL_SAMPLES} windows, {len(per_proof)} measured"
+            if len(per_proof) < stats.MIN_INTERVAL_SAMPLES
+            else "the windows vary too much for a bounded 95% interval (it reaches 0 s per proof)"
         )
     daemon_s = sum(samples.total_ms) / 1000
     share = 100 * (sum(latencies) - daemon_s) / daemon_s if daemon_s > 0 else None

@@ -111,19 +111,20 @@ def _did_not_run(result) -> list[str]:
     return [line.split(": ", 1)[1] for line in lines[start + 1 :] if line.startswith("  test_")]
 
 
-@pytest.mark.parametrize(
-    ("faults", "said"),
-    [
-        ({"exit_before_ready": 7}, "exited with code 7"),  # its log's last line: the fault's own
-        ({"bogus_fault": 1}, "exited with code 1"),  # a config the daemon rejects: the plugin's hint last
-    ],
-)
-def test_the_did_not_run_reason_is_the_first_line_of_the_error(inner, tmp_path, faults, said):
-    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, **faults))
+def test_the_did_not_run_reason_is_the_first_line_of_the_error(inner, tmp_path):
+    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, exit_before_ready=7))
     result.assert_outcomes(errors=1)
     (reason,) = _did_not_run(result)
     assert reason.startswith("daemon exited before it answered: daemon (pid "), reason
-    assert said in reason and reason.endswith("daemon.log"), reason
+    assert "exited with code 7" in reason and reason.endswith("daemon.log"), reason
+
+
+def test_a_config_the_reference_engine_rejects_is_a_usage_error_before_any_daemon_starts(inner, tmp_path):
+    """Read with cuzk-ref's own parser at configure time: named, not a daemon that exits code 1."""
+    result = inner({"test_prove": PROVE_SOURCE}, *WINNING, _faults(tmp_path, bogus_fault=1))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*base.toml: [[]ref.faults[]]*unknown fault 'bogus_fault'; known: *"])
+    assert "daemon (pid" not in result.stdout.str() + result.stderr.str()
 
 
 def test_a_daemon_that_starts_too_slowly_fails_at_the_start_timeout_with_its_log(inner, tmp_path):

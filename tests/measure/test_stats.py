@@ -102,3 +102,11 @@ def test_pooled_runs_keep_each_runs_windows_apart():
         "window_s_per_proof"
     )
     assert Samples.pooled([a, Samples(wave_s=(1.0,), wave_size=(1,))]).wave_window == ()
+
+
+def test_a_rate_whose_windows_vary_past_zero_seconds_has_no_interval_rather_than_a_negative_one():
+    """Ten windows, one 25 times the rest (a first proof's stall): the mean's t-interval goes below 0 s."""
+    windows = [0.013] * 9 + [0.33]
+    assert stats.Rate().interval(windows) is None
+    assert stats.half_width_pct(windows, stats.Rate()) is None
+    assert stats.Rate().interval([0.013, 0.014] * 5) is not None, "an ordinary spread keeps its interval"

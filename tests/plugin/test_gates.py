@@ -71,10 +71,11 @@ def _gate_args(tmp_path) -> tuple[str, ...]:
 
 def test_a_run_that_fails_a_gate_is_not_saved_so_the_regression_fails_every_time(fake_run, tmp_path):
     args = _gate_args(tmp_path)
-    fast = {"winning": FakeBehaviour(delay_s=0.01)}
+    # Proofs of 50 ms: a stall of a loaded host (300 ms once, at 10 ms proofs) cannot hide the change.
+    fast = {"winning": FakeBehaviour(delay_s=0.05)}
     first, _ = fake_run({"test_prove": PROVE_SOURCE}, *args, "--benchmark-save=main", behaviour=fast)
     first.assert_outcomes(passed=1)
-    slow = {"winning": FakeBehaviour(delay_s=0.03)}  # a planted regression: three times slower
+    slow = {"winning": FakeBehaviour(delay_s=0.15)}  # a planted regression: three times slower
     gate = ("--benchmark-autosave", "--benchmark-compare", "--cuzk-compare-fail=throughput:5%")
     for _ in range(2):
         result, _ = fake_run({}, *args, *gate, behaviour=slow)
