@@ -156,7 +156,7 @@ def test_no_daemon_outlives_pytest(pytester, shared_cache, tmp_path, ending):
         "no:cacheprovider",
     ]
     if ending == "pytest-timeout":
-        args += ["--timeout=3", "--timeout-method=thread"]
+        args += ["--timeout=12", "--timeout-method=thread"]  # past the setup: a loaded host took 3 s
     env = {**os.environ, "DAEMON_FILE": str(record)}
     proc = subprocess.Popen(
         args, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
