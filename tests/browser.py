@@ -13,6 +13,7 @@ import io
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,16 @@ class Browser:
     def open(self, path: Path) -> Any:
         self.driver.get(path.resolve().as_uri())
         return self.driver
+
+    @contextmanager
+    def window(self, width: int, height: int = HEIGHT) -> Iterator[Any]:
+        """The window at ``width`` x ``height`` for a while, then back at the session's size."""
+        self.driver.set_window_size(width, height)
+        try:
+            assert self.driver.execute_script("return window.innerWidth") == width, "as wide as asked"
+            yield self.driver
+        finally:
+            self.driver.set_window_size(WIDTH, HEIGHT)
 
     def all(self, css: str) -> list[Any]:
         from selenium.webdriver.common.by import By

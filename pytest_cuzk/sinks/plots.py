@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.backend_bases import RendererBase
+from matplotlib.figure import Figure, SubFigure
+from matplotlib.text import Text
 
 from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.scenarios.figures import ScenarioFigures, SweepFigures
@@ -26,8 +29,6 @@ if TYPE_CHECKING:
     from pytest_cuzk.run.waves import CaseResult
 
 __all__ = ["Plotter", "memory_figure", "plot_memory", "plot_sweep", "sweep_figure"]
-
-_MAX_MARK_LABELS = 20  # beyond this, labels overlap into noise: draw the lines only
 
 
 def memory_figure(report: MemoryReport, title: str) -> Figure:
@@ -161,21 +162,52 @@ def _annotate_peak(ax: Axes, t_s: list[float], values: list[int]) -> None:
     ax.plot([t_s[i]], [values[i] / MIB], marker="o", color="tab:red", markersize=4)
 
 
+class _MarkLabels(Artist):
+    """The marks' labels that fit side by side: one that would touch the last one drawn is left out.
+
+    Which fit depends on the size the figure is drawn at (the page's chart is narrower than the
+    PNG) and on where the layout puts the axes, so it is decided as the figure draws. A mark
+    whose label is left out keeps its line.
+    """
+
+    GAP = 0.5  # between two labels, of a label's thickness
+
+    def __init__(self, ax: Axes, marks: list[tuple[float, str]]) -> None:
+        super().__init__()
+        self.set_in_layout(False)  # inside the axes, from their top edge down
+        at_top = ax.get_xaxis_transform()  # x in data, y in axes: 1.0 is the top edge
+        self.labels = [
+            Text(t, 1.0, label, rotation=90, fontsize=7, va="top", ha="right", transform=at_top)
+            for t, label in sorted(marks)
+        ]
+        ax.add_artist(self)
+
+    def set_figure(self, fig: Figure | SubFigure) -> None:
+        super().set_figure(fig)
+        for label in self.labels:
+            label.set_figure(fig)
+
+    def get_children(self) -> list[Artist]:
+        return list(self.labels)
+
+    def draw(self, renderer: RendererBase) -> None:
+        if not self.get_visible():
+            return
+        end = -float("inf")  # the right edge of the last label drawn
+        for label in self.labels:
+            label.set_visible(True)
+            box = label.get_window_extent(renderer)
+            label.set_visible(box.x0 >= end + self.GAP * box.width)
+            if label.get_visible():
+                label.draw(renderer)
+                end = box.x1
+
+
 def _draw_marks(ax: Axes, report: MemoryReport, labels: bool) -> None:
-    marks = report.series.marks
-    for t, label in marks:
+    for t, _ in report.series.marks:
         ax.axvline(t, color="tab:orange", linewidth=0.7, alpha=0.7)
-        if labels and len(marks) <= _MAX_MARK_LABELS:
-            ax.text(
-                t,
-                1.0,
-                label,
-                rotation=90,
-                fontsize=7,
-                va="top",
-                ha="right",
-                transform=ax.get_xaxis_transform(),
-            )
+    if labels and report.series.marks:
+        _MarkLabels(ax, report.series.marks)
 
 
 class Plotter:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import browser as chromium
 import pytest
+from fakenvml import FakeNvml
 from support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
@@ -103,6 +106,61 @@ def test_an_xdist_run_gives_one_report_with_every_workers_memory_charts(pytester
         tiles = {t.find_element("class name", "k").text: t.find_element("class name", "v").text
                  for t in case.find_elements("class name", "tile")}  # fmt: skip
         assert tiles["RSS peak"].endswith("MiB"), tiles
+
+
+# Each column's box, and the scroll box (the table's wrapper) it must fit in, as the browser laid them out.
+COLUMNS = """
+const table = document.querySelector('#summary'), wrap = table.parentElement.getBoundingClientRect();
+const box = e => { const r = e.getBoundingClientRect(); return [e.textContent.trim(), r.left, r.right]; };
+return {wrap: [wrap.left, wrap.right], viewport: document.documentElement.clientWidth,
+        page: document.documentElement.scrollWidth, heads: [...table.querySelectorAll('thead th')].map(box),
+        cells: [...table.querySelectorAll('tbody tr.case')].map(tr => [...tr.cells].map(box))};
+"""
+
+
+def test_every_results_column_is_in_view_at_1400_px(fake_run, tmp_path, browser, monkeypatch):
+    FakeNvml(monkeypatch).processes = [(os.getpid(), 3 << 30)]  # a VRAM peak in its column
+    page = tmp_path / "report.html"
+    # The widest rows a run gives: every figure filled, a daemon's label in the case's name, a
+    # baseline row and an A/B line under each case, a failed case's reason.
+    args = ("-k", "winning", "--cuzk-batch-sizes=1", "--cuzk-ab=ref", "--cuzk-proofs=10")
+    gate = "--cuzk-min-throughput=winning:1000000000/h"
+    result, _ = fake_run(
+        {"test_prove": PROVE_SOURCE}, *args, "--cuzk-max-proofs=10", gate, f"--cuzk-html={page}",
+        labels=("local", "attached"), ab={}, sampled=True,
+    )  # fmt: skip
+    result.assert_outcomes(failed=2)
+    browser.open(page)
+    with browser.window(1400, 900) as window:
+        laid = window.execute_script(COLUMNS)
+    left, right = laid["wrap"]
+    heads = [name for name, _, _ in laid["heads"]]
+    assert {"RSS peak", "VRAM peak", "GPU ms", "time"} <= set(heads), heads
+    assert laid["page"] <= laid["viewport"] == 1400, "the page itself does not scroll sideways"
+    outside = [f"{n} {x0:.0f}-{x1:.0f}" for n, x0, x1 in laid["heads"] if x0 < left - 1 or x1 > right + 1]
+    assert not outside, f"columns past the table's box {left:.0f}-{right:.0f} px, behind a scroll: {outside}"
+    for row in laid["cells"]:
+        assert len(row) == len(heads) and all(left - 1 <= x0 and x1 <= right + 1 for _, x0, x1 in row), row
+    assert any(value.endswith("GiB") for value, _, _ in laid["cells"][0]), "the VRAM peak is a figure"
+
+
+def test_on_a_narrow_screen_the_results_scroll_with_the_case_names_in_view(fake_run, tmp_path, browser):
+    page = tmp_path / "report.html"
+    args = ("-k", "winning", "--cuzk-batch-sizes=1", f"--cuzk-html={page}")
+    fake_run({"test_prove": PROVE_SOURCE}, *args)[0].assert_outcomes(passed=1)
+    browser.open(page)
+    with browser.window(700, 900) as window:
+        wrap = browser.one("#summary").find_element("xpath", "..")
+        window.execute_script("arguments[0].scrollLeft = arguments[0].scrollWidth", wrap)
+        laid = window.execute_script(COLUMNS)
+    left, right = laid["wrap"]
+    assert laid["page"] <= laid["viewport"] == 700, "the table scrolls in its box, not the whole page"
+    (row,) = laid["cells"]
+    name, x0, _ = row[1]
+    assert name == "test_prove[winning-batch1-j1]", row
+    assert abs(x0 - left) <= 2, f"scrolled to its end, the case's name is at {x0:.0f} px, not {left:.0f} px"
+    *_, (_, last0, last1) = row
+    assert left <= last0 and last1 <= right + 1, "scrolled to the last column"
 
 
 def test_a_directory_is_not_a_report_path(fake_run, tmp_path):
