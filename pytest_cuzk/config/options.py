@@ -123,6 +123,12 @@ OPTIONS: tuple[Option, ...] = (
         45.0,
         "float",
     ),
+    Option(
+        "run-budget",
+        "Time the whole run may measure for once the daemon is ready: 900s, 15m, 1.5h (or off); divided "
+        "among the selected cases, each told its share, its minimum proofs lowered when they do not fit",
+        "15m",
+    ),
     Option("window", "Seconds of proving per measurement window", 5.0, "float"),
     Option(
         "stability",

@@ -27,7 +27,7 @@ from pytest_cuzk.core.outcome import first_line
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
-from pytest_cuzk.run.plan import Plan, run_case
+from pytest_cuzk.run.plan import CaseClock, Plan, run_case
 from pytest_cuzk.run.waves import CaseResult, Runner
 from pytest_cuzk.wire.kinds import ProofKindInfo
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.memory import MemoryReport
     from pytest_cuzk.measure.paired import PairedAB
+    from pytest_cuzk.run.timeplan import RunPlan
     from pytest_cuzk.run.waves import ProofOutcome
 
 __all__ = ["FINISHED_KEY", "CaseExecution", "CaseHost", "Execution", "Finished", "Running", "running"]
@@ -67,6 +68,10 @@ class CaseHost(Protocol):
 
     def ab_baseline(self) -> DaemonBackend | None:
         """The ``--cuzk-ab`` daemon the case is measured against in pairs; None without A/B."""
+
+    @property
+    def timeplan(self) -> RunPlan | None:
+        """The run planned in time (None before collection): each case's share and the estimates."""
 
 
 class Finished(Protocol):
@@ -137,6 +142,22 @@ class CaseExecution(Execution):
         """Whether pytest-benchmark saves this run: then it is a baseline to come."""
         return compat.saving_as(self.item.config) is not None
 
+    def _in_time(self, case: Case, plan: Plan) -> tuple[Plan, CaseClock | None]:
+        """The case's plan within its share of the run budget; each trade and any overrun said first."""
+        timeplan, nodeid = self.session.timeplan, self.item.nodeid
+        test = timeplan.test(nodeid) if timeplan is not None else None
+        if timeplan is None or test is None:
+            return plan, None
+        plan, trades = timeplan.plan_for(test, plan)
+        overrun = timeplan.overrun(case, plan)
+        for said in (*trades, *([overrun] if overrun else [])):
+            self.session.status.say(f"cuzk: {case.id}: {said}")
+        return plan, CaseClock(
+            wave_s=timeplan.wave_cost(case),
+            run_left=lambda: timeplan.left_s(after=nodeid),
+            waves_done=lambda wave_s: timeplan.waves_done(case, wave_s),
+        )
+
     def measure(self, case: Case, partial: CaseResult) -> tuple[CaseResult, PairedAB | None]:
         """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran.
 
@@ -150,10 +171,11 @@ class CaseExecution(Execution):
             from pytest_cuzk.run.ab import measure_pair
 
             return measure_pair(self.session, case, plan, self.backend, baseline, self.benchmark)
+        plan, clock = self._in_time(case, plan)
         run: Running | None = None
         try:
             with running(self.session, self.backend, self.item.name) as run:
-                result = run_case(case, run.runner(case.kind), plan, self.benchmark, partial)
+                result = run_case(case, run.runner(case.kind), plan, self.benchmark, partial, clock)
         finally:
             if run is not None:  # sampled up to the failure too
                 partial.memory, partial.reported_memory = run.memory, run.reported

@@ -9,6 +9,12 @@ spent or the next wave would overrun them. The minimum wins over the budget, as
 pytest-benchmark's ``min_rounds`` wins over its ``max_time``. A wave with a failed proof ends
 the case: the test fails anyway, and more proofs would only spend time.
 
+Windows that agree are not enough when proofs outlast a window (each window is then one wave):
+three one-proof windows agree by chance while the proofs slow down. A case is stable only over
+at least ``STABLE_MIN_PROOFS`` proofs whose latencies show no drift (the 95% interval of a
+line's slope through them, in order, includes zero); else it says "too few proofs to call
+stable" or "drifting: N% over the run".
+
 A run compared with ``--cuzk-compare-fail`` is sized by the confidence the gate needs (as MLPerf
 sizes a run by its percentile's): stable is not enough until each gated figure's 95% interval is
 within ``GATE_SHARE`` (a third) of its limit, over at least ``PRECISE_WINDOWS`` windows, so that
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,16 +54,22 @@ __all__ = [
     "PRECISE_WINDOWS",
     "PRECISION_BUDGETS",
     "SAVED_PRECISION",
+    "STABLE_MIN_PROOFS",
     "STABLE_WINDOWS",
+    "CaseClock",
     "Plan",
     "PlanDone",
     "Rounds",
     "drive",
     "run_case",
+    "stability",
     "stable",
 ]
 
 STABLE_WINDOWS = 3
+STABLE_MIN_PROOFS = 8
+"""Fewest proofs a case is called stable over: a line through fewer has too few degrees of freedom
+for its slope's interval to show a drift (over 3 proofs it spans hundreds of percent)."""
 PRECISE_WINDOWS = 6
 """Fewest windows a compared or saved run measures: three calm windows (15 s) can meet the
 precision by luck of one host state, and on the H200 host such runs were the ones whose
@@ -129,6 +142,40 @@ def stable(windows: list[list[Wave]], stability_pct: float) -> bool:
     return bool((np.abs(figures / means - 1) <= stability_pct / 100).all())
 
 
+def stability(windows: list[list[Wave]], latencies: list[float], stability_pct: float) -> tuple[bool, str]:
+    """Whether the case is stable, and what to say of it: the windows' agreement and the proofs' drift."""
+    if len(latencies) < STABLE_MIN_PROOFS:
+        return (
+            False,
+            f"too few proofs to call stable ({len(latencies)}; a drift test needs {STABLE_MIN_PROOFS})",
+        )
+    moved = stats.drift(latencies)
+    assert moved is not None, "enough latencies for a line"
+    low, high = moved.interval
+    trend = f"{moved.change_pct:+.1f}% over the run (95% interval {low:+.1f}% to {high:+.1f}%)"
+    if moved.drifting():
+        return False, f"drifting: latency {trend}"
+    if not stable(windows, stability_pct):
+        closed = min(len(windows), STABLE_WINDOWS)
+        return (
+            False,
+            f"not stable: the last {plural(closed, 'window')} do not agree within {stability_pct:g}%",
+        )
+    return (
+        True,
+        f"stable: the last {STABLE_WINDOWS} windows agree within {stability_pct:g}%, no drift ({trend})",
+    )
+
+
+@dataclass
+class CaseClock:
+    """What the run's plan knows while a case runs: a wave's cost before any ran, and the run after it."""
+
+    wave_s: float | None = None
+    run_left: Callable[[], float | None] = lambda: None  # seconds of the run after this case
+    waves_done: Callable[[float], None] = lambda wave_s: None  # told the case's mean wave as it goes
+
+
 def _within(half: float | None, want: float) -> bool:
     """A figure's 95% half-interval meets what its gate needs; nothing meets a 0% limit's 0%.
 
@@ -141,10 +188,18 @@ def _within(half: float | None, want: float) -> bool:
 class Measurement:
     """One case's waves, windows and stopping decision; pedantic's setup and target are its methods."""
 
-    def __init__(self, case: Case, runner: Runner, plan: Plan, result: CaseResult | None = None) -> None:
+    def __init__(
+        self,
+        case: Case,
+        runner: Runner,
+        plan: Plan,
+        result: CaseResult | None = None,
+        clock: CaseClock | None = None,
+    ) -> None:
         self.case = case
         self.runner = runner
         self.plan = plan
+        self.clock = clock or CaseClock()
         self.result = result if result is not None else CaseResult(case)
         self._start = time.monotonic()
         self._windows: list[list[Wave]] = []
@@ -178,6 +233,7 @@ class Measurement:
             self._windows.append(self._open)
             self._open = []
             self._precise = self._precise or self._precise_enough()
+        self.clock.waves_done(self._mean_wave())
         self.result.stop_reason = self._stop_reason()
 
     @property
@@ -238,11 +294,16 @@ class Measurement:
             return f"--cuzk-max-proofs {plan.max_proofs} reached"
         if done < plan.min_proofs:
             return ""
-        settled = stable(self._windows, plan.stability_pct)
+        settled, _ = stability(self._windows, self._latencies(), plan.stability_pct)
         if settled and self._precise:
             return f"stable after {plural(len(self._windows), 'window')}"
         budget = f"{plan.budget_s:g} s time budget (--cuzk-case-budget)"
         next_end = elapsed + elapsed / len(self.result.waves)
+        if self._precise and elapsed > plan.budget_s and done - self.case.in_flight < plan.min_proofs:
+            return (
+                f"{plural(done, 'proof')}, the minimum, took {elapsed / plan.budget_s:.1f}x the "
+                f"{plan.budget_s:g} s budget (--cuzk-case-budget)"
+            )
         if self._precise and next_end > plan.budget_s:
             return f"the {budget} would be overrun"
         if next_end > PRECISION_BUDGETS * plan.budget_s:
@@ -250,17 +311,34 @@ class Measurement:
             return f"{PRECISION_BUDGETS} times the {budget} would be overrun, {short}"
         return ""
 
+    def _latencies(self) -> list[float]:
+        return [p.wall_s for p in self.result.ok]
+
+    def _mean_wave(self) -> float:
+        """Seconds per wave so far, the checks between waves included: what the next wave will cost."""
+        return (time.monotonic() - self._start) / max(1, len(self.result.waves))
+
     def progress(self) -> str:
-        """The case's progress line: how far it is towards its minimum and how many windows closed."""
-        done, plan = len(self.result.proofs), self.plan
-        towards = f"of at least {plan.min_proofs} " if done < plan.min_proofs else ""
-        return f"{done} {towards}proofs done, {plural(len(self._windows), 'window')} closed"
+        """The case's progress line: proofs done of those it will run, and the time left (case and run)."""
+        from pytest_cuzk.run.timeplan import expected_waves, minutes
+
+        done, waves, case = len(self.result.proofs), len(self.result.waves), self.case
+        wave = self._mean_wave() if waves else self.clock.wave_s
+        if wave is None:
+            return f"{done} of at least {self.plan.min_proofs} proofs done"
+        total = max(expected_waves(self.plan, wave, case.in_flight), waves + (not self.result.stop_reason))
+        left = max(0.0, total * wave - (time.monotonic() - self._start))
+        run = self.clock.run_left()
+        run_left = f", run {minutes(left + run)} left" if run is not None else ""
+        return f"{done} of {total * case.in_flight} proofs done; case {minutes(left)} left{run_left}"
 
     def finish(self) -> CaseResult:
         result = self.result
         result.wall_s = time.monotonic() - self._start
         result.windows = len(self._windows)
-        result.stabilised = stable(self._windows, self.plan.stability_pct)
+        result.stabilised, result.stability = stability(
+            self._windows, self._latencies(), self.plan.stability_pct
+        )
         return result
 
 
@@ -293,14 +371,20 @@ def drive(rounds: Rounds, max_rounds: int, benchmark: Any | None) -> None:
 
 
 def run_case(
-    case: Case, runner: Runner, plan: Plan, benchmark: Any | None, into: CaseResult | None = None
+    case: Case,
+    runner: Runner,
+    plan: Plan,
+    benchmark: Any | None,
+    into: CaseResult | None = None,
+    clock: CaseClock | None = None,
 ) -> CaseResult:
     """Run the case's plan, one pytest-benchmark round per wave when ``benchmark`` is given.
 
     ``into`` is filled as waves finish, and finished also when a wave raises: what a case
-    that failed part-way measured before it failed.
+    that failed part-way measured before it failed. ``clock`` is the run's plan in time, for
+    the estimates of the progress line.
     """
-    measurement = Measurement(case, runner, plan, into)
+    measurement = Measurement(case, runner, plan, into, clock)
     status = runner.status or StatusLine(tty=False)
     try:
         with status.stage(f"{case.id}: proving"):
