@@ -64,6 +64,9 @@ class Faults:
     exit_before_ready: int | None = None  # exit with this code before binding
     grow_memory_mib_per_s: float = 0.0  # allocate and touch memory until killed
     stop_on_rpc: str = ""  # SIGSTOP the daemon when this RPC (SubmitProof, Prove, ...) first arrives
+    real_speed: str = ""  # prove at the pace of real cuzk ("32g", see realspeed.py); "" at its own
+    real_speed_scale: float = 1.0  # every real-speed time times this (0.05: PoRep proofs of ~4 s)
+    real_speed_drift_pct: float = 0.0  # at real speed, each proof this much slower than the one before
 
     @property
     def active(self) -> bool:
@@ -78,7 +81,11 @@ _FAULT_TYPES: dict[str, tuple[type, ...]] = {
     "start_delay_s": (int, float),
     "grow_memory_mib_per_s": (int, float),
     "stop_on_rpc": (str,),
+    "real_speed": (str,),
+    "real_speed_scale": (int, float),
+    "real_speed_drift_pct": (int, float),
 }
+REAL_SPEEDS = ("32g",)  # realspeed.MODELS' names (checked in its tests)
 
 
 def default_param_cache(preset: str) -> Path:
@@ -187,6 +194,17 @@ def parse_faults(data: Mapping[str, Any], where: str) -> Faults:
     if values.get("stop_on_rpc", "") not in ("", *rpcs):
         known_rpcs = ", ".join(rpcs)
         raise ConfigError(f"{where}: stop_on_rpc names no RPC of cuzk.v1.ProvingEngine; one of {known_rpcs}")
+    if values.get("real_speed", "") not in ("", *REAL_SPEEDS):
+        known = ", ".join(REAL_SPEEDS)
+        raise ConfigError(f'{where}: real_speed must be one of {known} (or ""), got {values["real_speed"]!r}')
+    if not 0 < values.get("real_speed_scale", 1.0) <= 10:
+        raise ConfigError(
+            f"{where}: real_speed_scale must be above 0 and at most 10, got {values['real_speed_scale']}"
+        )
+    if not -50 <= values.get("real_speed_drift_pct", 0.0) <= 50:
+        raise ConfigError(
+            f"{where}: real_speed_drift_pct must be between -50 and 50, got {values['real_speed_drift_pct']}"
+        )
     if values.get("slow_factor", 1.0) < 1.0:
         raise ConfigError(f"{where}: slow_factor must be at least 1, got {values['slow_factor']}")
     return Faults(**values)

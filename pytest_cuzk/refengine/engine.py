@@ -22,13 +22,14 @@ from concurrent.futures import CancelledError
 from typing import Any
 
 from ..proto import pb
-from ..wire.kinds import by_enum
+from ..wire.kinds import by_circuit, by_enum
 from . import faults
 from .behave import Behaviour, behaviour
 from .config import RefConfig
 from .gpu import open_gpu
 from .jobs import QUEUED, Job, JobStore, Work
 from .prover import JobInputError, RefProver
+from .realspeed import Pace
 from .scheduler import SHUTDOWN_MESSAGE, JobQueue
 
 __all__ = ["SHUTDOWN_MESSAGE", "Engine"]
@@ -53,6 +54,9 @@ class Engine:
         self.pce_resident: set[str] = set()
         self.srs_last_used: dict[str, float] = {}
         self.proving: Job | None = None
+        self.pace = Pace(config.faults, config.seed) if config.faults.real_speed else None
+        if self.pace is not None:
+            prover.extract_delay_s = self.pace.pce_extract_s
         self.synth_active = 0
         concurrency = config.synthesis_concurrency if config.pipeline_enabled else 1
         self._slots = threading.Semaphore(concurrency)
@@ -127,6 +131,8 @@ class Engine:
         """Load a circuit's parameters now (trusted setup first if they do not exist yet)."""
         self.srs_last_used[circuit_id] = time.monotonic()
         answer = self.prover.preload(circuit_id)
+        if self.pace is not None:
+            self.pace.srs_load(by_circuit(circuit_id).name)
         with self._lock:
             if circuit_id not in self.preloaded:
                 self.preloaded.append(circuit_id)
@@ -209,6 +215,8 @@ class Engine:
             for job in todo:
                 if job in work.jobs:
                     self._guard(work, job, lambda j=job: self._synthesize_job(work, j))
+            if self.pace is not None and work.jobs:
+                self.pace.synthesis(work.jobs[0].kind.name, work.jobs, work.registered)
             work.synth_s = time.monotonic() - work.registered
             work.synth_s += faults.slow_down(self.config.faults, work.synth_s)
         finally:
@@ -316,6 +324,8 @@ class Engine:
         t0 = time.monotonic()
         try:
             proofs = self.prover.prove(work.parts) if work.parts else []
+            if self.pace is not None:
+                self.pace.gpu(work.jobs, t0)
             faults.slow_down(self.config.faults, time.monotonic() - t0)
         except Exception as exc:
             log.exception("prove stage raised")
@@ -346,14 +356,17 @@ class Engine:
                 checked.append((job, faults.after_self_check(self.config.faults, job.proof_no, split[job])))
         now = time.monotonic()
         for job, proof in faults.swap_batch(self.config.faults, checked):
-            for part in job.parts:
-                part["state"], part["gpu_ms"] = "done", round(gpu_s * 1000)
+            for part in job.parts:  # at real speed each partition has its own GPU time already
+                part["state"] = "done"
+                part["gpu_ms"] = part["gpu_ms"] if self.pace is not None else round(gpu_s * 1000)
             if job.proof_no == self.config.faults.hang_at_proof:
                 log.warning("fault: proof %d (job %s) will never finish", job.proof_no, job.job_id)
                 continue
             result = pb.AwaitProofResponse(job_id=job.job_id, status=Status.COMPLETED, proof=proof)
             for name, seconds in self.behave.timings(work, job, gpu_s, now).items():
                 setattr(result, name, _ms(seconds))
+            if job.gpu_draws:  # real speed: the sum of its partitions' GPU times, as cuzk sums them
+                result.gpu_compute_ms = _ms(sum(job.gpu_draws))
             self._finish(job, result)
             log.info("job %s completed (%s) in %d ms", job.job_id, job.kind.status_name, result.total_ms)
 
