@@ -24,7 +24,10 @@ PROVE_SOURCE = (SUITE / "test_prove.py").read_text()
 SCENARIOS_SOURCE = (SUITE / "test_scenarios.py").read_text()
 # Inner runs measure exactly two proofs a case unless a test asks for more (both flags: the
 # last of a repeated flag wins): the measurement plan is tested on its own, in seconds.
-QUICK_PLAN = ("--cuzk-proofs=2", "--cuzk-max-proofs=2")
+# They keep the matrix the suite had before concurrency 2 and batch size 1 alone became the
+# default (every kind at batch 1, the batchable at 2 too, concurrency 1); the default is tested
+# on its own.
+QUICK_PLAN = ("--cuzk-proofs=2", "--cuzk-max-proofs=2", "--cuzk-batch-sizes=1,2", "--cuzk-concurrency=1")
 
 
 def c1_wrapper(sector: int, pad: int) -> bytes:

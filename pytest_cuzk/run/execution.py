@@ -149,7 +149,7 @@ class CaseExecution(Execution):
         if timeplan is None or test is None:
             return plan, None
         plan, trades = timeplan.plan_for(test, plan)
-        overrun = timeplan.overrun(case, plan)
+        overrun = None if trades else timeplan.overrun(case, plan)  # a trade says what its minimum costs
         for said in (*trades, *([overrun] if overrun else [])):
             self.session.status.say(f"cuzk: {case.id}: {said}")
         return plan, CaseClock(

@@ -206,6 +206,7 @@ class Measurement:
         self._open: list[Wave] = []
         self._unchecked: Wave | None = None
         self._precise = not plan.precision
+        self._settled = False  # stable as of the last window that closed
 
     def setup(self) -> tuple[tuple[Wave], dict[str, Any]]:
         """Check the last wave (untimed), then stop, or build the next wave's requests (untimed)."""
@@ -233,6 +234,7 @@ class Measurement:
             self._windows.append(self._open)
             self._open = []
             self._precise = self._precise or self._precise_enough()
+            self._settled = stability(self._windows, self._latencies(), self.plan.stability_pct)[0]
         self.clock.waves_done(self._mean_wave())
         self.result.stop_reason = self._stop_reason()
 
@@ -294,8 +296,7 @@ class Measurement:
             return f"--cuzk-max-proofs {plan.max_proofs} reached"
         if done < plan.min_proofs:
             return ""
-        settled, _ = stability(self._windows, self._latencies(), plan.stability_pct)
-        if settled and self._precise:
+        if self._settled and self._precise:
             return f"stable after {plural(len(self._windows), 'window')}"
         budget = f"{plan.budget_s:g} s time budget (--cuzk-case-budget)"
         next_end = elapsed + elapsed / len(self.result.waves)

@@ -102,3 +102,16 @@ def test_pooled_runs_keep_each_runs_windows_apart():
         "window_s_per_proof"
     )
     assert Samples.pooled([a, Samples(wave_s=(1.0,), wave_size=(1,))]).wave_window == ()
+
+
+def test_drift_finds_a_trend_and_not_noise():
+    import random
+
+    rng = random.Random(3)
+    steady = stats.drift([100 + rng.gauss(0, 5) for _ in range(30)])
+    assert steady is not None and not steady.drifting()
+    rising = stats.drift([30, 32, 35, 37, 40, 42, 44, 47])  # the drift from 30 s to 47 s
+    assert rising is not None and rising.drifting() and 40 < rising.change_pct < 50
+    few = stats.drift([60, 75, 70])
+    assert few is not None and not few.drifting() and not few.within(10.0), "three proofs show nothing"
+    assert stats.drift([1.0, 2.0]) is None
