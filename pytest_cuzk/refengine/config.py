@@ -196,7 +196,9 @@ def parse_faults(data: Mapping[str, Any], where: str) -> Faults:
         raise ConfigError(f"{where}: stop_on_rpc names no RPC of cuzk.v1.ProvingEngine; one of {known_rpcs}")
     if values.get("real_speed", "") not in ("", *REAL_SPEEDS):
         speeds = ", ".join(REAL_SPEEDS)
-        raise ConfigError(f'{where}: real_speed must be one of {speeds} (or ""), got {values["real_speed"]!r}')
+        raise ConfigError(
+            f'{where}: real_speed must be one of {speeds} (or ""), got {values["real_speed"]!r}'
+        )
     if not 0 < values.get("real_speed_scale", 1.0) <= 10:
         raise ConfigError(
             f"{where}: real_speed_scale must be above 0 and at most 10, got {values['real_speed_scale']}"
