@@ -179,8 +179,17 @@ class RunPlan:
         return sum(e for e in estimates if e is not None) + self._restarts_ahead(ahead) * self.restart_s
 
     # --- the budget's division ----------------------------------------------------------------
+    def _floor_s(self, test: PlannedTest) -> float:
+        """What a case costs at the fewest waves it is cut down to."""
+        wave = self.wave_cost(test.case) if test.case is not None else None
+        return FLOOR_WAVES * wave if wave is not None else 0.0
+
     def share(self, nodeid: str) -> float | None:
-        """The seconds of the run budget this case may measure for: what is left, over the cases left."""
+        """The seconds of the run budget this case may measure for: its floor, and an equal part of the rest.
+
+        Every case left first gets its floor (``FLOOR_WAVES`` waves, more for two proofs in flight
+        than for one), then what remains of the budget is divided equally.
+        """
         if self.budget_s is None or self.ready_at is None:
             return None
         ahead = self._ahead(None)
@@ -192,8 +201,10 @@ class RunPlan:
             - sum(e or 0.0 for e in fixed)
             - self._restarts_ahead(ahead) * self.restart_s
         )
-        cases = sum(1 for t in ahead if t.measured)
-        return max(0.0, left / max(1, cases))
+        cases = [t for t in ahead if t.measured]
+        floors = {t.nodeid: self._floor_s(t) for t in cases}
+        spare = max(0.0, left - sum(floors.values())) / max(1, len(cases))
+        return floors.get(nodeid, 0.0) + spare
 
     def plan_for(self, test: PlannedTest, plan: Plan) -> tuple[Plan, list[str]]:
         """The case's plan within its share of the run budget, and each trade made for it."""

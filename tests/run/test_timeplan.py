@@ -38,18 +38,18 @@ def test_at_real_speed_the_budget_is_divided_and_the_minimum_lowered_with_the_tr
     run = _main_job(900.0)
     assert run.ready({"porep": 75.0}, start_s=300.0, batch_size=1), "the first daemon ready starts the clock"
     j1, j2 = run.tests[3], run.tests[4]
-    # 900 s less three one-proof tests (225 s), halved: 337 s each
+    # 900 s less three one-proof tests (225 s): 675 s, just each case's floor of three waves
     plan, trades = run.plan_for(j1, PLAN)
-    assert plan.min_proofs == 4 and plan.budget_s == 45.0, "4 waves of 75 s fit its 337 s"
-    assert trades == ["minimum proofs 10 -> 4 (4 waves of ~75 s fit its share ~6 min)"]
+    assert plan.min_proofs == 3 and plan.budget_s == 45.0, "3 waves of 75 s fit its 225 s"
+    assert trades == ["minimum proofs 10 -> 3 (3 waves of ~75 s fit its share ~4 min)"]
     plan2, _ = run.plan_for(j2, PLAN)
     assert plan2.min_proofs == 6, "3 waves of two, the fewest that give throughput an interval"
-    assert run.left_s() == pytest.approx(225 + 4 * 75 + 3 * 150)
+    assert run.left_s() == pytest.approx(225 + 3 * 75 + 3 * 150)
     lines = run.lines()
     assert lines[0].startswith(
-        "cuzk: a proof takes porep ~75 s here (the warm-up); the run will take ~16 min"
+        "cuzk: a proof takes porep ~75 s here (the warm-up); the run will take ~15 min"
     )
-    assert "porep-batch1-j1: ~5 min (4 proofs)" in lines[1]
+    assert "porep-batch1-j1: ~4 min (3 proofs)" in lines[1]
 
 
 def test_time_a_case_did_not_use_goes_to_the_next():
