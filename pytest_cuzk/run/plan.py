@@ -47,7 +47,7 @@ from pytest_cuzk.measure.figures import METRICS
 from pytest_cuzk.run.casefigures import case_samples
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.waves import CaseResult, Runner, Wave, check_wave, run_wave
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.wire.units import plural, rough_duration
 
 __all__ = [
     "GATE_SHARE",
@@ -118,6 +118,16 @@ class Plan:
 
     def max_waves(self, in_flight: int) -> int:
         return max(1, math.ceil(self.max_proofs / in_flight))
+
+    def expected_waves(self, wave_s: float, in_flight: int) -> int:
+        """Waves it runs when each takes ``wave_s``: its minimum, else as many as end within its budget.
+
+        It stops before a wave that would end past the budget; stability may end it sooner, so this
+        is what a case takes at most (at real speed, where a few long proofs never settle, what it takes).
+        """
+        least = max(1, math.ceil(self.min_proofs / in_flight))
+        within = math.floor(self.budget_s / wave_s) if wave_s > 0 else least
+        return min(self.max_waves(in_flight), max(least, within))
 
 
 class PlanDone(Exception):
@@ -321,17 +331,15 @@ class Measurement:
 
     def progress(self) -> str:
         """The case's progress line: proofs done of those it will run, and the time left (case and run)."""
-        from pytest_cuzk.run.timeplan import expected_waves, minutes
-
         done, waves, case = len(self.result.proofs), len(self.result.waves), self.case
         wave = self._mean_wave() if waves else self.clock.wave_s
         if wave is None:
             return f"{done} of at least {self.plan.min_proofs} proofs done"
-        total = max(expected_waves(self.plan, wave, case.in_flight), waves + (not self.result.stop_reason))
+        total = max(self.plan.expected_waves(wave, case.in_flight), waves + (not self.result.stop_reason))
         left = max(0.0, total * wave - (time.monotonic() - self._start))
         run = self.clock.run_left()
-        run_left = f", run {minutes(left + run)} left" if run is not None else ""
-        return f"{done} of {total * case.in_flight} proofs done; case {minutes(left)} left{run_left}"
+        run_left = f", run {rough_duration(left + run)} left" if run is not None else ""
+        return f"{done} of {total * case.in_flight} proofs done; case {rough_duration(left)} left{run_left}"
 
     def finish(self) -> CaseResult:
         result = self.result

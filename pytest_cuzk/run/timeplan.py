@@ -26,37 +26,17 @@ from pytest_cuzk.config.options import uses_cuzk
 from pytest_cuzk.core import compat
 from pytest_cuzk.run.cases import Case, item_case
 from pytest_cuzk.run.plan import PRECISION_BUDGETS, Plan
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.wire.units import plural, rough_duration
 
 if TYPE_CHECKING:
     from pytest_cuzk.config.settings import Settings
 
 _SCENARIO_FIXTURES = ("cuzk_server_case", "cuzk_sweep_case", "cuzk_priority_case")
 
-__all__ = ["FLOOR_WAVES", "PlannedTest", "RunPlan", "expected_waves", "minutes"]
+__all__ = ["FLOOR_WAVES", "PlannedTest", "RunPlan"]
 
 FLOOR_WAVES = 3
 """Fewest waves a case is cut down to: three windows give its throughput a 95% interval."""
-
-
-def minutes(seconds: float) -> str:
-    """``~40 s``, ``~4 min``, ``~1.5 h``: an estimate, rounded as one."""
-    if seconds < 90:
-        return f"~{max(1, round(seconds))} s"
-    if seconds < 5400:
-        return f"~{seconds / 60:.0f} min"
-    return f"~{seconds / 3600:.1f} h"
-
-
-def expected_waves(plan: Plan, wave_s: float, in_flight: int) -> int:
-    """Waves a plan runs when each takes ``wave_s``: its minimum, else as many as end within its budget.
-
-    The plan stops before a wave that would end past the budget; stability may end it sooner, so
-    this is what the case takes at most (at real speed, where few long proofs never settle, what it takes).
-    """
-    least = max(1, math.ceil(plan.min_proofs / in_flight))
-    within = math.floor(plan.budget_s / wave_s) if wave_s > 0 else least
-    return min(plan.max_waves(in_flight), max(least, within))
 
 
 @dataclass(frozen=True)
@@ -148,7 +128,7 @@ class RunPlan:
             return None
         if not test.measured:
             return wave / case.in_flight + test.extra_s
-        waves = expected_waves(plan or self.base, wave, case.in_flight)
+        waves = (plan or self.base).expected_waves(wave, case.in_flight)
         return waves * wave
 
     def _ahead(self, after: str | None) -> list[PlannedTest]:
@@ -225,7 +205,7 @@ class RunPlan:
             min_proofs = fits * case.in_flight
             trades.append(
                 f"minimum proofs {plan.min_proofs} -> {min_proofs} ({plural(fits, 'wave')} of "
-                f"{minutes(wave)} fit its share {minutes(share)})"
+                f"{rough_duration(wave)} fit its share {rough_duration(share)})"
             )
         if plan.precision:
             trades.append("the compare gate's precision may be out of reach within that share")
@@ -243,35 +223,35 @@ class RunPlan:
         least = max(1, math.ceil(plan.min_proofs / case.in_flight))
         if wave is None or least * wave <= plan.budget_s:
             return None
+        takes = rough_duration(least * wave)
         return (
-            f"its minimum of {plural(plan.min_proofs, 'proof')} will take {minutes(least * wave)} here, "
+            f"its minimum of {plural(plan.min_proofs, 'proof')} will take {takes} here, "
             f"{least * wave / plan.budget_s:.1f}x its {plan.budget_s:g} s budget: the minimum wins"
         )
 
     def lines(self) -> list[str]:
         """The plan as said after the warm-up: each kind's proof, each test's estimate, the run's."""
-        costs = ", ".join(f"{kind} {minutes(s)}" for kind, s in sorted(self.proof_s.items()))
+        costs = ", ".join(f"{kind} {rough_duration(s)}" for kind, s in sorted(self.proof_s.items()))
         total = self.left_s()
-        budget = f" of the {minutes(self.budget_s)} run budget" if self.budget_s is not None else ""
+        budget = f" of the {rough_duration(self.budget_s)} run budget" if self.budget_s is not None else ""
         head = f"cuzk: a proof takes {costs} here (the warm-up)"
         if total is None:
             return [f"{head}; the run's length is not known yet"]
         ahead = self._ahead(None)
         restarts = self._restarts_ahead(ahead)
-        again = f", {plural(restarts, 'restart')} at {minutes(self.restart_s)}" if restarts else ""
-        lines = [f"{head}; the run will take {minutes(total)} ({total:.0f} s){budget}{again}"]
+        again = f", {plural(restarts, 'restart')} at {rough_duration(self.restart_s)}" if restarts else ""
+        lines = [f"{head}; the run will take {rough_duration(total)} ({total:.0f} s){budget}{again}"]
         for t in ahead:
             if t.measured and t.case is not None:
                 plan, _ = self.plan_for(t, self.base)
                 est = self.estimate(t, plan) or 0.0
                 wave = self.wave_cost(t.case) or 0.0
-                waves = expected_waves(plan, wave, t.case.in_flight) if wave else 0
-                lines.append(
-                    f"cuzk:   {t.case.id}: {minutes(est)} ({plural(waves * t.case.in_flight, 'proof')})"
-                )
+                waves = plan.expected_waves(wave, t.case.in_flight) if wave else 0
+                proofs = plural(waves * t.case.in_flight, "proof")
+                lines.append(f"cuzk:   {t.case.id}: {rough_duration(est)} ({proofs})")
         others = sum(self.estimate(t) or 0.0 for t in ahead if not t.measured)
         if others:
             lines.append(
-                f"cuzk:   other tests: {minutes(others)} (one proof each, a load scenario its budget)"
+                f"cuzk:   other tests: {rough_duration(others)} (one proof each, a load scenario its budget)"
             )
         return lines

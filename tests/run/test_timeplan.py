@@ -8,8 +8,9 @@ import pytest
 
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import Plan
-from pytest_cuzk.run.timeplan import PlannedTest, RunPlan, expected_waves, minutes
+from pytest_cuzk.run.timeplan import PlannedTest, RunPlan
 from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.wire.units import rough_duration
 
 PLAN = Plan(min_proofs=10, max_proofs=1000, budget_s=45.0, window_s=5.0, stability_pct=10.0)
 POREP = KINDS["porep"]
@@ -29,9 +30,9 @@ def _main_job(budget_s: float | None, batch2: bool = False) -> RunPlan:
 
 
 def test_a_case_runs_its_minimum_or_the_waves_that_end_within_its_budget():
-    assert expected_waves(PLAN, 1.0, 1) == 45
-    assert expected_waves(PLAN, 75.0, 1) == 10, "the minimum wins over the budget"
-    assert expected_waves(PLAN, 2.0, 2) == 22
+    assert PLAN.expected_waves(1.0, 1) == 45
+    assert PLAN.expected_waves(75.0, 1) == 10, "the minimum wins over the budget"
+    assert PLAN.expected_waves(2.0, 2) == 22
 
 
 def test_at_real_speed_the_budget_is_divided_and_the_minimum_lowered_with_the_trade_said():
@@ -89,5 +90,5 @@ def test_measured_waves_replace_the_warm_up():
 @pytest.mark.parametrize(
     ("seconds", "said"), [(0.2, "~1 s"), (75, "~75 s"), (330, "~6 min"), (9000, "~2.5 h")]
 )
-def test_minutes_rounds_as_an_estimate(seconds, said):
-    assert minutes(seconds) == said
+def test_a_rough_duration_is_rounded_as_an_estimate(seconds, said):
+    assert rough_duration(seconds) == said
