@@ -20,7 +20,7 @@ from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.run.plan import PRECISION_BUDGETS
 from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.verdicts.baseline import compared_with
-from pytest_cuzk.wire.units import format_bytes, plural
+from pytest_cuzk.wire.units import format_bytes, plural, rough_duration
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend
@@ -67,6 +67,12 @@ def header_lines(session: RunView) -> list[str]:
         f"{s.max_proofs}, until the last 3 windows of {s.window:g} s agree within {s.stability:g}% or "
         f"{s.case_budget:g} s are spent{gated}; sampling every {s.sample_interval}s"
     )
+    if s.run_budget is not None:
+        most = rough_duration(s.run_budget)[1:]
+        lines.append(
+            f"cuzk: the run measures for at most {most} once the daemon is ready (--cuzk-run-budget), "
+            "divided among the selected cases: how long each takes is said after the warm-up"
+        )
     config = session.config
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
         lines.append("cuzk: pytest-benchmark disables itself under xdist; pytest-cuzk's own figures are kept")

@@ -28,6 +28,9 @@ def test_a_run_budget_is_divided_among_the_cases_each_trade_said(inner, tmp_path
     args = (config, *PLAN, "--cuzk-concurrency=1,2", "--cuzk-run-budget=20s", "-k", "porep and test_prove")
     result = inner(PROVE, *args, timeout=600)
     result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["cuzk: the run measures for at most 20 s once the daemon is ready (--cuzk-run-budget)*"]
+    )
     out = result.stdout.str()
     head = r"cuzk: a proof takes porep ~\d+ s here \(the warm-up\); the run will take \S+ \((\d+) s\)"
     said = re.search(head + " of the ~20 s run budget", out)
