@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from support import ref_daemons
 
 from pytest_cuzk.refengine.config import default_param_cache
@@ -59,7 +60,11 @@ def _pytest(cwd: Path, *args: str) -> tuple[list[tuple[float, str]], float]:
         cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as proc:
         assert proc.stdout is not None
-        lines = [(time.monotonic(), line.rstrip("\n")) for line in proc.stdout]
+        lines = []
+        for line in proc.stdout:  # the progress lines as they come: a rehearsal runs for minutes
+            lines.append((time.monotonic(), line.rstrip("\n")))
+            if line.startswith("cuzk: "):
+                print(f"  {lines[-1][0] - lines[0][0]:5.0f} s  {line}", end="", flush=True)
     return lines, time.monotonic()
 
 
@@ -79,6 +84,7 @@ def _report(name: str, lines: list[tuple[float, str]], end: float) -> float:
     return after
 
 
+@pytest.mark.timeout(3 * GOAL_S)
 def test_the_main_job_at_real_speed_and_at_cuzk_refs_own(tmp_path: Path) -> None:
     port = _free_port()
     config = (
