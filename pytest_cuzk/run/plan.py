@@ -217,6 +217,7 @@ class Measurement:
         self._unchecked: Wave | None = None
         self._precise = not plan.precision
         self._settled = False  # stable as of the last window that closed
+        self._settled_at = self._start  # when the last wave was checked
 
     def setup(self) -> tuple[tuple[Wave], dict[str, Any]]:
         """Check the last wave (untimed), then stop, or build the next wave's requests (untimed)."""
@@ -327,16 +328,19 @@ class Measurement:
 
     def _mean_wave(self) -> float:
         """Seconds per wave so far, the checks between waves included: what the next wave will cost."""
-        return (time.monotonic() - self._start) / max(1, len(self.result.waves))
+        self._settled_at = time.monotonic()
+        return (self._settled_at - self._start) / max(1, len(self.result.waves))
 
     def progress(self) -> str:
         """The case's progress line: proofs done of those it will run, and the time left (case and run)."""
         done, waves, case = len(self.result.proofs), len(self.result.waves), self.case
-        wave = self._mean_wave() if waves else self.clock.wave_s
+        wave = (self._settled_at - self._start) / waves if waves else self.clock.wave_s
         if wave is None:
             return f"{done} of at least {self.plan.min_proofs} proofs done"
         total = max(self.plan.expected_waves(wave, case.in_flight), waves + (not self.result.stop_reason))
-        left = max(0.0, total * wave - (time.monotonic() - self._start))
+        # the wave under way, at least what is left of a mean one, then the waves after it
+        under_way = max(0.0, wave - (time.monotonic() - self._settled_at)) if total > waves else 0.0
+        left = under_way + max(0, total - waves - 1) * wave
         run = self.clock.run_left()
         run_left = f", run {rough_duration(left + run)} left" if run is not None else ""
         return f"{done} of {total * case.in_flight} proofs done; case {rough_duration(left)} left{run_left}"

@@ -29,7 +29,7 @@ from pytest_cuzk.refengine.config import default_param_cache
 
 SCALE = float(os.environ.get("CUZK_REHEARSAL_SCALE", "1"))
 GOAL_S = 15 * 60
-_ESTIMATE = re.compile(r"the run will take \S+ \((\d+) s\)")
+_ESTIMATE = re.compile(r"the run will take [^(]+\((\d+) s\)")
 _SHOWN = re.compile(
     r"^(test_prove\[|test_\w+\[.*: \d+ proofs?|  95% intervals|cuzk: a proof takes|cuzk:   |cuzk: porep)"
 )
