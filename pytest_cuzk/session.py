@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.ledger import MetricLedger
-    from pytest_cuzk.run.timeplan import RunPlan
 
     from .backends.choice import DaemonChoice
     from .backends.protocol import DaemonBackend
@@ -68,8 +67,6 @@ class CuzkSession:
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
         self._status: StatusLine | None = None
-        self.timeplan: RunPlan | None = None  # the run planned in time, once collected
-        self._colds_planned: set[int] = set()  # the cold starts the time plan has learnt from
         self.sigterm = SigtermAsInterrupt()  # installed when the session is registered
 
     @property
@@ -170,14 +167,9 @@ class CuzkSession:
     ) -> DaemonBackend:
         """A daemon that answers, has the SRS of ``kinds`` loaded and is warmed up for them."""
         backend = self.started(label, batch_size)
-        cold = backend.state.cold[-1]
-        self.readiness(backend, self.wanted_kinds(backend, kinds), cold)
-        if self.timeplan is not None and id(cold) not in self._colds_planned and cold.warmup_s:
-            self._colds_planned.add(id(cold))
-            cost = cold.start_s + sum(sum(d.values()) for d in (cold.srs_load_s, cold.warmup_s, cold.pce_s))
-            if self.timeplan.ready(cold.warmup_s, cost, batch_size):
-                for line in self.timeplan.lines():
-                    self.status.say(line)
+        self.readiness(backend, self.wanted_kinds(backend, kinds), backend.state.cold[-1])
+        if (timeplan := self.config.pluginmanager.get_plugin("cuzk_timeplan")) is not None:  # RunPlan
+            timeplan.learn(backend.state.cold[-1], batch_size, self.status.say)
         return backend
 
     @property
@@ -236,20 +228,11 @@ class CuzkSession:
         if not self.collected:
             return
         from pytest_cuzk.run.selection import selected_kinds
+        from pytest_cuzk.run.timeplan import RunPlan
 
         if kinds := selected_kinds(session.items):
             self.selected_kinds = kinds
-        from pytest_cuzk.run.timeplan import RunPlan
-
-        try:
-            attached = self.choice.attached
-        except CuzkError:  # each test says why it has no daemon: nothing to plan
-            return
-        self.timeplan = RunPlan.of(session.items, self.settings, self.config, attached)
-
-    def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        if self.timeplan is not None:
-            self.timeplan.finished(nodeid)
+        RunPlan.register(session.items, self.settings, self.config, lambda: self.choice.attached)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:

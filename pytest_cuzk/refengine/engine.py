@@ -1,15 +1,14 @@
 """The reference engine: a dispatcher, synthesis workers and the prove worker around one prover.
 
-Jobs wait in the ``JobQueue`` (``scheduler``). The dispatcher hands them, one job or one
-batch at a time, to synthesis workers as soon as one is free; a
-synthesised job goes to the prove worker, so that the Python (GIL-bound) synthesis of the
-next proof overlaps the MSMs (which release the GIL) of the current one. With
-``pipeline.enabled = false`` each job is synthesised and proved before the next starts.
-
-Every proof is verified before it is answered (as cuzk does for PoRep): one that does not
-verify is FAILED. What a client observes that differs between cuzk and the proto (timings,
-SnapDeals batches, cancel, a hung proof) is asked of the personality (``behave``). Jobs and
-their results live in a ``JobStore`` (``jobs``), which shares the engine's lock.
+Jobs wait in the ``JobQueue`` (``scheduler``). The dispatcher hands them, one job or one batch at
+a time, to synthesis workers as soon as one is free; a synthesised job goes to the prove worker,
+so that the Python (GIL-bound) synthesis of the next proof overlaps the MSMs (which release the
+GIL) of the current one. With ``pipeline.enabled = false`` each job is synthesised and proved
+before the next starts. At real speed (``realspeed``) each stage is paced as real cuzk's. Every
+proof is verified before it is answered (as cuzk does for PoRep): one that does not verify is
+FAILED. What a client observes that differs between cuzk and the proto (timings, SnapDeals
+batches, cancel, a hung proof) is asked of the personality (``behave``). Jobs and their results
+live in a ``JobStore`` (``jobs``), which shares the engine's lock.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from concurrent.futures import CancelledError
 from typing import Any
 
 from ..proto import pb
-from ..wire.kinds import by_circuit, by_enum
+from ..wire.kinds import by_enum
 from . import faults
 from .behave import Behaviour, behaviour
 from .config import RefConfig
@@ -54,9 +53,7 @@ class Engine:
         self.pce_resident: set[str] = set()
         self.srs_last_used: dict[str, float] = {}
         self.proving: Job | None = None
-        self.pace = Pace(config.faults, config.seed) if config.faults.real_speed else None
-        if self.pace is not None:
-            prover.extract_delay_s = self.pace.pce_extract_s
+        self.pace = Pace.of(config, prover)
         self.synth_active = 0
         concurrency = config.synthesis_concurrency if config.pipeline_enabled else 1
         self._slots = threading.Semaphore(concurrency)
@@ -131,8 +128,7 @@ class Engine:
         """Load a circuit's parameters now (trusted setup first if they do not exist yet)."""
         self.srs_last_used[circuit_id] = time.monotonic()
         answer = self.prover.preload(circuit_id)
-        if self.pace is not None:
-            self.pace.srs_load(by_circuit(circuit_id).name)
+        self.pace.srs_load(circuit_id)
         with self._lock:
             if circuit_id not in self.preloaded:
                 self.preloaded.append(circuit_id)
@@ -215,8 +211,7 @@ class Engine:
             for job in todo:
                 if job in work.jobs:
                     self._guard(work, job, lambda j=job: self._synthesize_job(work, j))
-            if self.pace is not None and work.jobs:
-                self.pace.synthesis(work.jobs[0].kind.name, work.jobs, work.registered)
+            self.pace.synthesis(work.jobs, work.registered)
             work.synth_s = time.monotonic() - work.registered
             work.synth_s += faults.slow_down(self.config.faults, work.synth_s)
         finally:
@@ -324,8 +319,7 @@ class Engine:
         t0 = time.monotonic()
         try:
             proofs = self.prover.prove(work.parts) if work.parts else []
-            if self.pace is not None:
-                self.pace.gpu(work.jobs, t0)
+            self.pace.gpu(work.jobs, t0)
             faults.slow_down(self.config.faults, time.monotonic() - t0)
         except Exception as exc:
             log.exception("prove stage raised")
@@ -356,25 +350,22 @@ class Engine:
                 checked.append((job, faults.after_self_check(self.config.faults, job.proof_no, split[job])))
         now = time.monotonic()
         for job, proof in faults.swap_batch(self.config.faults, checked):
-            for part in job.parts:  # at real speed each partition has its own GPU time already
-                part["state"] = "done"
-                part["gpu_ms"] = part["gpu_ms"] if self.pace is not None else round(gpu_s * 1000)
+            for part in job.parts:
+                part["state"], part["gpu_ms"] = "done", round(gpu_s * 1000)
             if job.proof_no == self.config.faults.hang_at_proof:
                 log.warning("fault: proof %d (job %s) will never finish", job.proof_no, job.job_id)
                 continue
             result = pb.AwaitProofResponse(job_id=job.job_id, status=Status.COMPLETED, proof=proof)
             for name, seconds in self.behave.timings(work, job, gpu_s, now).items():
                 setattr(result, name, _ms(seconds))
-            if job.gpu_draws:  # real speed: the sum of its partitions' GPU times, as cuzk sums them
-                result.gpu_compute_ms = _ms(sum(job.gpu_draws))
+            self.pace.delivered(job, result)
             self._finish(job, result)
             log.info("job %s completed (%s) in %d ms", job.job_id, job.kind.status_name, result.total_ms)
 
     def _self_check(self, job: Job, proof: bytes) -> int | None:
         """The first partition whose proof does not verify, None when all do.
 
-        ``slow_factor`` stretches it as it does the other stages: a proof's whole time in the
-        engine, so that a planted 10% is 10% of what a client measures, not of part of it.
+        ``slow_factor`` stretches it as the other stages: a planted 10% is 10% of a proof's time.
         """
         t0 = time.monotonic()
         try:

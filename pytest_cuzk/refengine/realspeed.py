@@ -22,9 +22,15 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .config import Faults
+from ..proto import pb
+from ..wire.kinds import by_circuit
+from .config import Faults, RefConfig
+
+if TYPE_CHECKING:
+    from .jobs import Job
+    from .prover import RefProver
 
 __all__ = ["MODELS", "KindPace", "Pace"]
 
@@ -55,14 +61,26 @@ MODELS: dict[str, dict[str, KindPace]] = {
 
 
 class Pace:
-    """Sleeps that bring each stage of a proof to its real-speed time, drawn per proof (seeded)."""
+    """Sleeps that bring each stage of a proof to its real-speed time, drawn per proof (seeded).
+
+    Without ``real_speed`` every step is a no-op: the engine calls them either way.
+    """
 
     def __init__(self, faults: Faults, seed: int) -> None:
-        self.model = MODELS[faults.real_speed]
+        self.model = MODELS.get(faults.real_speed)
         self.scale = faults.real_speed_scale
         self.drift = faults.real_speed_drift_pct / 100
         self.seed = seed
         self._loaded: set[str] = set()
+
+    @classmethod
+    def of(cls, config: RefConfig, prover: RefProver) -> Pace:
+        """The engine's pace; the prover's background PCE extraction takes its real time too."""
+        pace = cls(config.faults, config.seed)
+        if pace.model is not None:
+            model = pace.model
+            prover.extract_delay_s = lambda kind: model[kind].pce_extract_s * pace.scale
+        return pace
 
     def _factor(self, proof_no: int) -> tuple[random.Random, float]:
         """The proof's generator and its whole pace: the host's draw, the drift so far, the scale."""
@@ -70,13 +88,15 @@ class Pace:
         host = rng.lognormvariate(0.0, 0.08)
         return rng, self.scale * host * (1 + self.drift * max(0, proof_no - 1))
 
-    def synthesis(self, kind: str, jobs: Sequence[Any], started: float) -> None:
+    def synthesis(self, jobs: Sequence[Job], started: float) -> None:
         """Pad a work item's synthesis: each partition's time drawn, the slowest of them all slept out.
 
-        ``jobs`` are the engine's jobs (``proof_no``, ``parts``): each partition gets its ``synth_ms``,
-        each job its summed ``synth_s`` (cuzk's AwaitProof sum), and ``gpu_draws`` for the GPU stage.
+        Each partition gets its ``synth_ms``, each job its summed ``synth_s`` (cuzk's AwaitProof
+        sum) and ``gpu_draws`` for the GPU stage.
         """
-        pace = self.model[kind]
+        if self.model is None or not jobs:
+            return
+        pace = self.model[jobs[0].kind.name]
         longest = 0.0
         for job in jobs:
             rng, factor = self._factor(job.proof_no)
@@ -88,23 +108,25 @@ class Pace:
             longest = max([longest, *synth])
         _sleep_until(started + longest)
 
-    def gpu(self, jobs: Sequence[Any], started: float) -> None:
-        """Pad a prove pass to every partition's GPU time in turn; each partition gets its ``gpu_ms``."""
-        total = 0.0
-        for job in jobs:
-            for part, seconds in zip(job.parts, job.gpu_draws, strict=True):
-                part["gpu_ms"] = round(seconds * 1000)
-                total += seconds
-        _sleep_until(started + total)
+    def gpu(self, jobs: Sequence[Job], started: float) -> None:
+        """Pad a prove pass to every partition's GPU time in turn."""
+        if self.model is not None:
+            _sleep_until(started + sum(sum(job.gpu_draws) for job in jobs))
 
-    def srs_load(self, kind: str) -> None:
+    def delivered(self, job: Job, result: pb.AwaitProofResponse) -> None:
+        """Each partition its own GPU time (not the pass's), and AwaitProof their sum, as cuzk's."""
+        if self.model is None:
+            return
+        for part, seconds in zip(job.parts, job.gpu_draws, strict=True):
+            part["gpu_ms"] = round(seconds * 1000)
+        result.gpu_compute_ms = round(sum(job.gpu_draws) * 1000)
+
+    def srs_load(self, circuit_id: str) -> None:
         """The first load of a kind's SRS after the start."""
-        if kind not in self._loaded:
+        kind = by_circuit(circuit_id).name
+        if self.model is not None and kind not in self._loaded:
             self._loaded.add(kind)
             time.sleep(self.model[kind].srs_load_s * self.scale)
-
-    def pce_extract_s(self, kind: str) -> float:
-        return self.model[kind].pce_extract_s * self.scale
 
 
 def _sleep_until(deadline: float) -> None:

@@ -28,6 +28,7 @@ from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import CaseClock, Plan, run_case
+from pytest_cuzk.run.timeplan import PLUGIN, RunPlan
 from pytest_cuzk.run.waves import CaseResult, Runner
 from pytest_cuzk.wire.kinds import ProofKindInfo
 
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.memory import MemoryReport
     from pytest_cuzk.measure.paired import PairedAB
-    from pytest_cuzk.run.timeplan import RunPlan
     from pytest_cuzk.run.waves import ProofOutcome
 
 __all__ = ["FINISHED_KEY", "CaseExecution", "CaseHost", "Execution", "Finished", "Running", "running"]
@@ -68,10 +68,6 @@ class CaseHost(Protocol):
 
     def ab_baseline(self) -> DaemonBackend | None:
         """The ``--cuzk-ab`` daemon the case is measured against in pairs; None without A/B."""
-
-    @property
-    def timeplan(self) -> RunPlan | None:
-        """The run planned in time (None before collection): each case's share and the estimates."""
 
 
 class Finished(Protocol):
@@ -144,7 +140,8 @@ class CaseExecution(Execution):
 
     def _in_time(self, case: Case, plan: Plan) -> tuple[Plan, CaseClock | None]:
         """The case's plan within its share of the run budget; each trade and any overrun said first."""
-        timeplan, nodeid = self.session.timeplan, self.item.nodeid
+        timeplan: RunPlan | None = self.item.config.pluginmanager.get_plugin(PLUGIN)
+        nodeid = self.item.nodeid
         test = timeplan.test(nodeid) if timeplan is not None else None
         if timeplan is None or test is None:
             return plan, None

@@ -154,11 +154,9 @@ def stable(windows: list[list[Wave]], stability_pct: float) -> bool:
 
 def stability(windows: list[list[Wave]], latencies: list[float], stability_pct: float) -> tuple[bool, str]:
     """Whether the case is stable, and what to say of it: the windows' agreement and the proofs' drift."""
-    if len(latencies) < STABLE_MIN_PROOFS:
-        return (
-            False,
-            f"too few proofs to call stable ({len(latencies)}; a drift test needs {STABLE_MIN_PROOFS})",
-        )
+    n, band = len(latencies), f"{stability_pct:g}%"
+    if n < STABLE_MIN_PROOFS:
+        return False, f"too few proofs to call stable ({n}; a drift test needs {STABLE_MIN_PROOFS})"
     moved = stats.drift(latencies)
     assert moved is not None, "enough latencies for a line"
     low, high = moved.interval
@@ -166,15 +164,8 @@ def stability(windows: list[list[Wave]], latencies: list[float], stability_pct: 
     if moved.drifting():
         return False, f"drifting: latency {trend}"
     if not stable(windows, stability_pct):
-        closed = min(len(windows), STABLE_WINDOWS)
-        return (
-            False,
-            f"not stable: the last {plural(closed, 'window')} do not agree within {stability_pct:g}%",
-        )
-    return (
-        True,
-        f"stable: the last {STABLE_WINDOWS} windows agree within {stability_pct:g}%, no drift ({trend})",
-    )
+        return False, f"not stable: the last {plural(min(len(windows), 3), 'window')} differ by over {band}"
+    return True, f"stable: the last {STABLE_WINDOWS} windows agree within {band}, no drift ({trend})"
 
 
 @dataclass

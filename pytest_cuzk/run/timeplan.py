@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -24,16 +24,20 @@ import pytest
 
 from pytest_cuzk.config.options import uses_cuzk
 from pytest_cuzk.core import compat
+from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.run.cases import Case, item_case
 from pytest_cuzk.run.plan import PRECISION_BUDGETS, Plan
 from pytest_cuzk.wire.units import plural, rough_duration
 
 if TYPE_CHECKING:
+    from pytest_cuzk.backends.protocol import ColdStart
     from pytest_cuzk.config.settings import Settings
 
 _SCENARIO_FIXTURES = ("cuzk_server_case", "cuzk_sweep_case", "cuzk_priority_case")
 
-__all__ = ["FLOOR_WAVES", "PlannedTest", "RunPlan"]
+__all__ = ["FLOOR_WAVES", "PLUGIN", "PlannedTest", "RunPlan"]
+
+PLUGIN = "cuzk_timeplan"  # the name the run's plan is registered under
 
 FLOOR_WAVES = 3
 """Fewest waves a case is cut down to: three windows give its throughput a 95% interval."""
@@ -49,7 +53,7 @@ class PlannedTest:
     extra_s: float = 0.0  # a load scenario's budget
 
 
-@dataclass
+@dataclass(eq=False)  # a plugin: registered by identity
 class RunPlan:
     """The selected tests, what proofs cost on this host so far, and the run budget's division."""
 
@@ -67,6 +71,25 @@ class RunPlan:
     restart_s: float = 0.0  # what the last start cost (start, SRS, warm-up, PCE)
     done: set[str] = field(default_factory=set)
     batch: int | None = None  # the batch size the daemon runs with now
+    _learnt: set[int] = field(default_factory=set)  # the cold starts learnt from
+
+    @classmethod
+    def register(
+        cls,
+        items: Sequence[pytest.Item],
+        settings: Settings,
+        config: pytest.Config,
+        attached: Callable[[], bool],
+    ) -> None:
+        """Register the plan of the selected tests as a plugin (it hears each test finish).
+
+        None when the run has no daemon (each test says why): there is nothing to plan.
+        """
+        try:
+            plan = cls.of(items, settings, config, attached())
+        except CuzkError:
+            return
+        config.pluginmanager.register(plan, PLUGIN)
 
     @classmethod
     def of(
@@ -87,7 +110,20 @@ class RunPlan:
     def test(self, nodeid: str) -> PlannedTest | None:
         return next((t for t in self.tests if t.nodeid == nodeid), None)
 
-    # --- what the run learns ------------------------------------------------------------------
+    # --- what the run learns ---------------------------------------------------------------------
+    def learn(self, cold: ColdStart, batch_size: int, say: Callable[[str], None]) -> None:
+        """A daemon warmed up: what its start and its proofs cost; the first time, the plan is said."""
+        if id(cold) in self._learnt or not cold.warmup_s:
+            return
+        self._learnt.add(id(cold))
+        cost = cold.start_s + sum(sum(d.values()) for d in (cold.srs_load_s, cold.warmup_s, cold.pce_s))
+        if self.ready(cold.warmup_s, cost, batch_size):
+            for line in self.lines():
+                say(line)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.finished(nodeid)
+
     def ready(self, warmup_s: dict[str, float], start_s: float, batch_size: int) -> bool:
         """A daemon was (re)started and warmed up; True the first time (the run's clock starts now)."""
         first = self.ready_at is None

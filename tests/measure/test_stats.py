@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -105,9 +107,7 @@ def test_pooled_runs_keep_each_runs_windows_apart():
 
 
 def test_drift_finds_a_trend_and_not_noise():
-    import random
-
-    rng = random.Random(3)
+    rng = random.Random(1)  # noise of a 5% CV (a seed whose 30 draws do not drift by chance: 1 in 20 does)
     steady = stats.drift([100 + rng.gauss(0, 5) for _ in range(30)])
     assert steady is not None and not steady.drifting()
     rising = stats.drift([30, 32, 35, 37, 40, 42, 44, 47])  # the drift from 30 s to 47 s
