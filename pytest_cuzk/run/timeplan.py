@@ -231,7 +231,7 @@ class RunPlan:
             return plan, []
         budget = f"--cuzk-run-budget={self.budget_s:g}s"
         trades = []
-        cut = share / PRECISION_BUDGETS if plan.precision else share
+        cut = round(share / PRECISION_BUDGETS if plan.precision else share, 1)
         if cut < plan.budget_s:
             trades.append(f"case budget {plan.budget_s:g} s -> {cut:.0f} s (its share of {budget})")
         least = max(1, math.ceil(plan.min_proofs / case.in_flight))
