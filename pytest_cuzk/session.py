@@ -166,6 +166,8 @@ class CuzkSession:
         """A daemon that answers, has the SRS of ``kinds`` loaded and is warmed up for them."""
         backend = self.started(label, batch_size)
         self.readiness(backend, self.wanted_kinds(backend, kinds), backend.state.cold[-1])
+        if (timeplan := self.config.pluginmanager.get_plugin("cuzk_timeplan")) is not None:  # RunPlan
+            timeplan.learn(backend.state.cold[-1], batch_size, self.status.say)
         return backend
 
     @property
@@ -236,9 +238,11 @@ class CuzkSession:
         if not self.collected:
             return
         from pytest_cuzk.run.selection import selected_kinds
+        from pytest_cuzk.run.timeplan import RunPlan
 
         if kinds := selected_kinds(session.items):
             self.selected_kinds = kinds
+        RunPlan.register(session.items, self.settings, self.config, lambda: self.choice.attached)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
@@ -289,8 +293,10 @@ class CuzkSession:
             section = log_section(shown, since, loud=self.config.get_verbosity() > 0)
             report.sections.append(("cuzk daemon log", section))
             self.workspace.keep = True  # keep the log the messages point to
-        if report.when == "call" and call.excinfo is not None:
-            self._after_a_failure(item, backend, call.excinfo.value)
+        if report.when == "call" and call.excinfo is not None and backend.alive():
+            from pytest_cuzk.backends import fate  # a timed-out or stopped call leaves it untrusted
+
+            fate.settle(backend, call.excinfo.value, item.name, self.settings.probe_timeout)
         if report.when == "call":
             from pytest_cuzk.run.execution import FINISHED_KEY
 
@@ -304,19 +310,6 @@ class CuzkSession:
         if report.when == "teardown":
             self.ledger.observe(backend)
         return report
-
-    def _after_a_failure(self, item: pytest.Item, backend: DaemonBackend, error: BaseException) -> None:
-        """A test failed while its daemon still runs: settle the daemon if the failure was its.
-
-        A call that timed out (or pytest-timeout stopping the test while it waited) leaves
-        the daemon untrusted with the next test, and a test's own client may have found it
-        stopped: a hung one is killed (or, attached, taken out of the run), one still busy
-        with the proof restarted likewise. pytest-timeout's thread method ends pytest instead.
-        """
-        from pytest_cuzk.backends import fate
-
-        if backend.alive():
-            fate.settle(backend, error, item.name, self.settings.probe_timeout)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the figures every test (on any worker) reported, and what did not run and why."""

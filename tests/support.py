@@ -26,7 +26,10 @@ PROVE_SOURCE = (SUITE / "test_prove.py").read_text()
 SCENARIOS_SOURCE = (SUITE / "test_scenarios.py").read_text()
 # Inner runs measure exactly two proofs a case unless a test asks for more (both flags: the
 # last of a repeated flag wins): the measurement plan is tested on its own, in seconds.
-QUICK_PLAN = ("--cuzk-proofs=2", "--cuzk-max-proofs=2")
+# They keep the matrix the suite had before concurrency 2 and batch size 1 alone became the
+# default (every kind at batch 1, the batchable at 2 too, concurrency 1); the default is tested
+# on its own.
+QUICK_PLAN = ("--cuzk-proofs=2", "--cuzk-max-proofs=2", "--cuzk-batch-sizes=1,2", "--cuzk-concurrency=1")
 # A memory report of a host without NVML and with nothing else sampled (MemoryReport.from_dict).
 QUIET_MEMORY = dict(
     samples=1, interval_s=0.1, duration_s=1.0, sampler_cpu_s=0.0, rss_peak_bytes=1, rss_mean_bytes=1,

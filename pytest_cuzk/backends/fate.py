@@ -42,7 +42,10 @@ def settle(backend: DaemonBackend, error: BaseException, what: str, probe_timeou
 
     Hung: killed, or taken out when attached. Dead or unreachable: replaced at the next
     test. Timed out while it still answers: taken out, since cuzk cannot cancel a proof and
-    the next test would share the GPU with it. Anything else is the test's own failure.
+    the next test would share the GPU with it. Anything else is the test's own failure. A test
+    that failed while its daemon still runs is settled so too (a call that timed out, or
+    pytest-timeout stopping the test while it waited, leaves the daemon untrusted with the next
+    test); pytest-timeout's thread method ends pytest instead.
     """
     if isinstance(error, DaemonHung):
         backend.hung(str(error))

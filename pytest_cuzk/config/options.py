@@ -113,8 +113,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("ready-timeout", "Seconds for SRS parameters to load (PreloadSRS)", 900.0, "float"),
     Option("warmup-timeout", "Seconds for the warm-up proof and its PCE file", 1800.0, "float"),
     Option("proof-timeout", "Seconds one proof may take before it is cancelled and fails", 1800.0, "float"),
-    Option("batch-sizes", "Batch sizes to test (sizes above 1 only for porep and snap)", "1,2"),
-    Option("concurrency", "Concurrency levels (clients submitting at once) to test", "1"),
+    Option(
+        "batch-sizes",
+        "Batch sizes to test (sizes above 1 only for porep and snap; each size restarts a spawned daemon "
+        "with scheduler.max_batch_size set to it, which costs minutes on a real cuzk)",
+        "1",
+    ),
+    Option(
+        "concurrency",
+        "Concurrency levels (clients submitting at once) to test: 1 times a proof alone, 2 the pipelined "
+        "rate (the next proof's synthesis under this one's GPU stage)",
+        "1,2",
+    ),
     Option(
         "proofs",
         "Minimum proofs per test (at least one wave of batch x concurrency); more run until the last 3 "
@@ -129,6 +139,12 @@ OPTIONS: tuple[Option, ...] = (
         " a gated or saved run short of the precision its gate needs: up to 3 times as long)",
         45.0,
         "float",
+    ),
+    Option(
+        "run-budget",
+        "Time the whole run may measure for once the daemon is ready: 900s, 15m, 1.5h (or off); divided "
+        "among the selected cases, each told its share, its minimum proofs lowered when they do not fit",
+        "15m",
     ),
     Option("window", "Seconds of proving per measurement window", 5.0, "float"),
     Option(

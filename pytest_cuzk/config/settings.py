@@ -64,6 +64,7 @@ class Settings:
     sample_interval: float
     max_proofs: int = 1000
     case_budget: float = 45.0
+    run_budget: float | None = 900.0  # seconds the run measures for once a daemon is ready; None: off
     window: float = 5.0
     stability: float = 10.0
     min_throughput: dict[str, float] = field(default_factory=dict)
@@ -209,6 +210,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         sample_interval=values.interval(raw["sample-interval"][0], raw["sample-interval"][1]),
         max_proofs=max_proofs,
         case_budget=values.seconds(*raw["case-budget"]),
+        run_budget=values.duration(*raw["run-budget"]),
         window=values.seconds(*raw["window"]),
         stability=values.percent_band(*raw["stability"]),
         min_throughput=values.kind_map(raw["min-throughput"][0], raw["min-throughput"][1], values.throughput),

@@ -26,7 +26,7 @@ from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
 from pytest_cuzk.wire.redact import redact
 from pytest_cuzk.wire.units import parse_size, parse_thresholds
 
-__all__ = ["COMPARE_METRICS", "MIN_INTERVAL_S", "THIS_DAEMON", "daemon_value"]  # parsers: values.NAME
+__all__ = ["COMPARE_METRICS", "MAX_RUN_BUDGET_S", "MIN_INTERVAL_S", "THIS_DAEMON", "daemon_value"]  # parsers
 
 MIN_INTERVAL_S = 0.005  # the memory sampler cannot sample faster
 EXACT_WHOLE = 2**53  # the largest whole number a float (how options are read) holds exactly
@@ -41,6 +41,30 @@ def _bounded(value: Any, shown: Any, where: str, bound: Bound | None, what: str 
         raise pytest.UsageError(
             f"Invalid {what} {shown!r} from {where}: at most {bound.shown()}, as {bound.why}"
         )
+
+
+MAX_RUN_BUDGET_S = 7 * 24 * 3600.0  # a week: anything longer is a typo (15h for 15m), not a plan
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*", re.IGNORECASE)
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(text: str, where: str) -> float | None:
+    """Seconds from ``900``, ``900s``, ``15m`` or ``1.5h``; None for ``off``; bounded to (0, a week]."""
+    if str(text).strip().lower() in ("off", "none"):
+        return None
+    m = _DURATION.fullmatch(str(text))
+    if not m:
+        raise pytest.UsageError(
+            f"Invalid duration {text!r} from {where}: give seconds (900 or 900s), minutes (15m) or "
+            "hours (1.5h), or off"
+        )
+    seconds = float(m[1]) * _UNIT_S[(m[2] or "s").lower()]
+    if not 0 < seconds <= MAX_RUN_BUDGET_S:
+        raise pytest.UsageError(
+            f"Invalid duration {text!r} from {where}: it must be above 0 and at most a week (168h); "
+            "use off for no budget"
+        )
+    return seconds
 
 
 def size(text: str, where: str) -> int:

@@ -4,12 +4,18 @@ Where the daemon's process cannot be sampled (it runs on another host), what the
 itself is the next best figure. cuzk's ``memory.used_bytes`` is its unified memory budget in use
 (SRS, PCE and the proofs' working set), not an RSS, so it is reported under its own name. Polled
 once a second from a thread while the case runs: the endpoint builds a JSON document per GET.
+
+The same document lists each partitioned job in ``pipelines`` with every partition's ``synth_ms``
+and ``gpu_ms`` (for 30 s after it finished): the poller keeps each job's last view, and a job
+whose partitions are all done gives one synthesis and one GPU time per partition, ten of each per
+PoRep proof where AwaitProof gives only their sums.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import requests
 
@@ -36,6 +42,7 @@ class StatusMemory:
     total_bytes: int | None
     polls: int
     error: str | None = None
+    partitions: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = ()  # (job, synth_ms, gpu_ms)
 
 
 class StatusPoller:
@@ -50,6 +57,7 @@ class StatusPoller:
         self._total: int | None = None
         self._polls = 0
         self._error: str | None = None
+        self._jobs: dict[str, list[Any]] = {}  # job id -> its partitions as last seen
 
     def start(self) -> None:
         self._thread.start()
@@ -59,7 +67,8 @@ class StatusPoller:
         self._thread.join(TIMEOUT_S + 1)
         self._poll()  # one last look: the case's peak may have come after the last tick
         error = None if self._peak is not None else self._error or "no memory figures in its answers"
-        return StatusMemory(redact(self.url), self._peak, self._total, self._polls, error)
+        partitions = tuple((job, *times) for job, parts in self._jobs.items() if (times := _done(parts)))
+        return StatusMemory(redact(self.url), self._peak, self._total, self._polls, error, partitions)
 
     def _run(self) -> None:
         while True:
@@ -71,7 +80,9 @@ class StatusPoller:
         try:
             reply = requests.get(self.url, timeout=TIMEOUT_S)
             reply.raise_for_status()
-            memory = reply.json().get("memory") or {}
+            document = reply.json()
+            memory = document.get("memory") or {}
+            pipelines = document.get("pipelines") or []
         except (requests.RequestException, ValueError, AttributeError) as exc:
             self._error = redact(f"{self.url}: {exc}")
             return
@@ -81,3 +92,17 @@ class StatusPoller:
             self._peak = max(used, self._peak or 0)
         if isinstance(total, int):
             self._total = total
+        for job in pipelines if isinstance(pipelines, list) else ():
+            if isinstance(job, dict) and isinstance(job.get("partitions"), list):
+                self._jobs[str(job.get("job_id"))] = job["partitions"]
+
+
+def _done(parts: list[Any]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """A finished job's per-partition (synth_ms, gpu_ms); None while any partition is not done."""
+    try:
+        if not parts or any(p["state"] != "done" for p in parts):
+            return None
+        order = sorted(parts, key=lambda p: int(p["index"]))
+        return tuple(int(p["synth_ms"]) for p in order), tuple(int(p["gpu_ms"]) for p in order)
+    except (KeyError, TypeError, ValueError):  # a shape this poller does not know: no partition figures
+        return None

@@ -162,6 +162,9 @@ class Samples:
     wave_s: tuple[float, ...] = ()
     wave_size: tuple[int, ...] = ()
     wave_window: tuple[int, ...] = ()
+    # Per partition of each successful proof, from the daemon's /status (cuzk's pipelines), where known
+    partition_synth_ms: tuple[int, ...] = ()
+    partition_gpu_ms: tuple[int, ...] = ()
 
     def series(self, name: str) -> list[float]:
         """A series by name; ``window_s_per_proof`` (each window's seconds per proof) is derived.
@@ -239,7 +242,8 @@ class Figures:
     throughput_proofs_per_hour_ci: tuple[float, float] | None = None  # 95%, Student's t over windows
     throughput_cv: float | None = None  # of the windows' seconds per proof
     latency_cv: float | None = None  # of the proofs' latencies
-    stabilised: bool = False  # the last windows agreed within --cuzk-stability
+    stabilised: bool = False  # the last windows agreed within --cuzk-stability, the proofs did not drift
+    stability: str = ""  # what the stability rule found (stable, too few proofs, drifting)
     windows: int = 0  # complete measurement windows
     waves: int = 0
     stop_reason: str = ""

@@ -38,11 +38,13 @@ __all__ = [
     "FIRST_PAIRS",
     "MIN_INTERVAL_SAMPLES",
     "PRECISE_SHARE",
+    "Drift",
     "Estimator",
     "PairedRatio",
     "Quantile",
     "Rate",
     "cv",
+    "drift",
     "half_width_pct",
     "paired_rate",
     "percentile",
@@ -249,3 +251,41 @@ def paired_rate(candidate: Sequence[float], baseline: Sequence[float]) -> Paired
     half = float(sps.t.ppf(1 - ALPHA / 2, df)) * se
     p_value = float(2 * sps.t.sf(abs(mean) / se, df))
     return PairedRatio(n, ratio, (math.exp(-mean - half), math.exp(-mean + half)), p_value)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How much a series moved over a run: a least-squares line through it, as percent of its mean.
+
+    ``change_pct`` is the line's rise from the first value to the last; ``interval`` its 95%
+    interval (Student's t on the slope, n - 2 degrees of freedom). A run drifts when that interval
+    excludes zero; it is steady within a band only when the interval lies inside the band, which
+    a few long proofs never show: one-proof windows that happen to agree are no evidence.
+    """
+
+    n: int
+    change_pct: float
+    interval: Interval
+
+    def drifting(self) -> bool:
+        low, high = self.interval
+        return low > 0 or high < 0
+
+    def within(self, band_pct: float) -> bool:
+        low, high = self.interval
+        return -band_pct <= low and high <= band_pct
+
+
+def drift(values: Sequence[float]) -> Drift | None:
+    """The series' drift over the run, in order; None below ``MIN_INTERVAL_SAMPLES`` values or a zero mean."""
+    y = np.asarray(values, dtype=float)
+    mean = float(y.mean()) if len(y) else 0.0
+    if len(y) < MIN_INTERVAL_SAMPLES or not mean:
+        return None
+    span = 100 * (len(y) - 1) / abs(mean)  # a slope per value, as percent of the mean over the run
+    if np.ptp(y) == 0:
+        return Drift(len(y), 0.0, (0.0, 0.0))
+    fit = sps.linregress(np.arange(len(y), dtype=float), y)
+    half = float(sps.t.ppf(1 - ALPHA / 2, len(y) - 2)) * float(fit.stderr)
+    slope = float(fit.slope)
+    return Drift(len(y), slope * span, ((slope - half) * span, (slope + half) * span))

@@ -67,6 +67,9 @@ class Faults:
     exit_before_ready: int | None = None  # exit with this code before binding
     grow_memory_mib_per_s: float = 0.0  # allocate and touch memory until killed
     stop_on_rpc: str = ""  # SIGSTOP the daemon when this RPC (SubmitProof, Prove, ...) first arrives
+    real_speed: str = ""  # prove at the pace of real cuzk ("32g", see realspeed.py); "" at its own
+    real_speed_scale: float = 1.0  # every real-speed time times this (0.05: PoRep proofs of ~4 s)
+    real_speed_drift_pct: float = 0.0  # at real speed, each proof this much slower than the one before
 
     @property
     def active(self) -> bool:
@@ -81,7 +84,11 @@ _FAULT_TYPES: dict[str, tuple[type, ...]] = {
     "start_delay_s": (int, float),
     "grow_memory_mib_per_s": (int, float),
     "stop_on_rpc": (str,),
+    "real_speed": (str,),
+    "real_speed_scale": (int, float),
+    "real_speed_drift_pct": (int, float),
 }
+REAL_SPEEDS = ("32g",)  # realspeed.MODELS' names (checked in its tests)
 
 
 def default_param_cache(preset: str) -> Path:
@@ -193,6 +200,19 @@ def parse_faults(data: Mapping[str, Any], where: str) -> Faults:
     for key in ("slow_factor", "start_delay_s", "grow_memory_mib_per_s"):
         if key in values and not math.isfinite(values[key]):  # nan passes every check, then never acts
             raise ConfigError(f"{where}: {key} must be a finite number, got {values[key]}")
+    if values.get("real_speed", "") not in ("", *REAL_SPEEDS):
+        speeds = ", ".join(REAL_SPEEDS)
+        raise ConfigError(
+            f'{where}: real_speed must be one of {speeds} (or ""), got {values["real_speed"]!r}'
+        )
+    if not 0 < values.get("real_speed_scale", 1.0) <= 10:
+        raise ConfigError(
+            f"{where}: real_speed_scale must be above 0 and at most 10, got {values['real_speed_scale']}"
+        )
+    if not -50 <= values.get("real_speed_drift_pct", 0.0) <= 50:
+        raise ConfigError(
+            f"{where}: real_speed_drift_pct must be between -50 and 50, got {values['real_speed_drift_pct']}"
+        )
     if values.get("slow_factor", 1.0) < 1.0:
         raise ConfigError(f"{where}: slow_factor must be at least 1, got {values['slow_factor']}")
     _check_bounds(values, where, _fault_bounds())

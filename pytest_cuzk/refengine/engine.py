@@ -1,15 +1,14 @@
 """The reference engine: a dispatcher, synthesis workers and the prove worker around one prover.
 
-Jobs wait in the ``JobQueue`` (``scheduler``). The dispatcher hands them, one job or one
-batch at a time, to synthesis workers as soon as one is free; a
-synthesised job goes to the prove worker, so that the Python (GIL-bound) synthesis of the
-next proof overlaps the MSMs (which release the GIL) of the current one. With
-``pipeline.enabled = false`` each job is synthesised and proved before the next starts.
-
-Every proof is verified before it is answered (as cuzk does for PoRep): one that does not
-verify is FAILED. What a client observes that differs between cuzk and the proto (timings,
-SnapDeals batches, cancel, a hung proof) is asked of the personality (``behave``). Jobs and
-their results live in a ``JobStore`` (``jobs``), which shares the engine's lock.
+Jobs wait in the ``JobQueue`` (``scheduler``). The dispatcher hands them, one job or one batch at
+a time, to synthesis workers as soon as one is free; a synthesised job goes to the prove worker,
+so that the Python (GIL-bound) synthesis of the next proof overlaps the MSMs (which release the
+GIL) of the current one. With ``pipeline.enabled = false`` each job is synthesised and proved
+before the next starts. At real speed (``realspeed``) each stage is paced as real cuzk's. Every
+proof is verified before it is answered (as cuzk does for PoRep): one that does not verify is
+FAILED. What a client observes that differs between cuzk and the proto (timings, SnapDeals
+batches, cancel, a hung proof) is asked of the personality (``behave``). Jobs and their results
+live in a ``JobStore`` (``jobs``), which shares the engine's lock.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from .config import RefConfig
 from .gpu import open_gpu
 from .jobs import QUEUED, Job, JobStore, Work
 from .prover import JobInputError, RefProver
+from .realspeed import Pace
 from .scheduler import SHUTDOWN_MESSAGE, JobQueue
 
 __all__ = ["SHUTDOWN_MESSAGE", "Engine"]
@@ -53,6 +53,7 @@ class Engine:
         self.pce_resident: set[str] = set()
         self.srs_last_used: dict[str, float] = {}
         self.proving: Job | None = None
+        self.pace = Pace.of(config, prover)
         self.synth_active = 0
         concurrency = config.synthesis_concurrency if config.pipeline_enabled else 1
         self._slots = threading.Semaphore(concurrency)
@@ -127,6 +128,7 @@ class Engine:
         """Load a circuit's parameters now (trusted setup first if they do not exist yet)."""
         self.srs_last_used[circuit_id] = time.monotonic()
         answer = self.prover.preload(circuit_id)
+        self.pace.srs_load(circuit_id)
         with self._lock:
             if circuit_id not in self.preloaded:
                 self.preloaded.append(circuit_id)
@@ -209,6 +211,7 @@ class Engine:
             for job in todo:
                 if job in work.jobs:
                     self._guard(work, job, lambda j=job: self._synthesize_job(work, j))
+            self.pace.synthesis(work.jobs, work.registered)
             work.synth_s = time.monotonic() - work.registered
             work.synth_s += faults.slow_down(self.config.faults, work.synth_s)
         finally:
@@ -316,6 +319,7 @@ class Engine:
         t0 = time.monotonic()
         try:
             proofs = self.prover.prove(work.parts) if work.parts else []
+            self.pace.gpu(work.jobs, t0)
             faults.slow_down(self.config.faults, time.monotonic() - t0)
         except Exception as exc:
             log.exception("prove stage raised")
@@ -354,14 +358,14 @@ class Engine:
             result = pb.AwaitProofResponse(job_id=job.job_id, status=Status.COMPLETED, proof=proof)
             for name, seconds in self.behave.timings(work, job, gpu_s, now).items():
                 setattr(result, name, _ms(seconds))
+            self.pace.delivered(job, result)
             self._finish(job, result)
             log.info("job %s completed (%s) in %d ms", job.job_id, job.kind.status_name, result.total_ms)
 
     def _self_check(self, job: Job, proof: bytes) -> int | None:
         """The first partition whose proof does not verify, None when all do.
 
-        ``slow_factor`` stretches it as it does the other stages: a proof's whole time in the
-        engine, so that a planted 10% is 10% of what a client measures, not of part of it.
+        ``slow_factor`` stretches it as the other stages: a planted 10% is 10% of a proof's time.
         """
         t0 = time.monotonic()
         try:

@@ -42,6 +42,7 @@ class Job:
     finished: float = 0.0
     proof_no: int = 0
     synth_s: float = 0.0  # summed over the job's partitions
+    gpu_draws: list[float] = field(default_factory=list)  # real speed: each partition's GPU seconds
     parsed: ParsedJob | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)  # per-partition progress for /status
     result: pb.AwaitProofResponse | None = None

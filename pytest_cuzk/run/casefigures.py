@@ -23,9 +23,18 @@ def _r(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def _partitions(result: CaseResult) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Every partition's synthesis and GPU milliseconds of the case's successful proofs, in proof order."""
+    reported = result.reported_memory
+    jobs = {job: (synth, gpu) for job, synth, gpu in (reported.partitions if reported is not None else ())}
+    found = [jobs[p.job_id] for p in result.ok if p.job_id in jobs]
+    return tuple(v for s, _ in found for v in s), tuple(v for _, g in found for v in g)
+
+
 def case_samples(result: CaseResult) -> Samples:
-    """Every successful proof's timings and every wave's duration so far."""
+    """Every successful proof's timings (per partition where /status gave them) and every wave's."""
     ok = result.ok
+    synth, gpu = _partitions(result)
     return Samples(
         latency_s=tuple(round(p.wall_s, 4) for p in ok),
         queue_wait_ms=tuple(p.queue_wait_ms for p in ok),
@@ -35,6 +44,8 @@ def case_samples(result: CaseResult) -> Samples:
         wave_s=tuple(round(w.seconds, 4) for w in result.waves),
         wave_size=tuple(len(w.requests) for w in result.waves),
         wave_window=tuple(w.window for w in result.waves),
+        partition_synth_ms=synth,
+        partition_gpu_ms=gpu,
     )
 
 
@@ -104,6 +115,7 @@ def case_figures(result: CaseResult, test: str, unsampled: str | None = None) ->
         throughput_cv=_r(stats.cv(per_proof)),
         latency_cv=_r(stats.cv(latencies)),
         stabilised=result.stabilised,
+        stability=result.stability,
         windows=result.windows,
         waves=len(result.waves),
         stop_reason=result.stop_reason,

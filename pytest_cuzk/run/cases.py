@@ -51,6 +51,13 @@ class Case:
     def in_flight(self) -> int:
         return self.batch_size * self.concurrency
 
+    def in_flight_said(self) -> str:
+        """The wave's size and what to lower, for an error should the host not hold its requests."""
+        return (
+            f"{self.id}: {self.in_flight} proofs in flight (batch {self.batch_size} x concurrency "
+            f"{self.concurrency}: lower --cuzk-batch-sizes or --cuzk-concurrency)"
+        )
+
     @property
     def kinds(self) -> tuple[ProofKindInfo, ...]:
         """The kinds the case proves: its own, and its background's."""

@@ -27,7 +27,8 @@ from pytest_cuzk.core.outcome import first_line
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
-from pytest_cuzk.run.plan import Plan, run_case
+from pytest_cuzk.run.plan import CaseClock, Plan, run_case
+from pytest_cuzk.run.timeplan import PLUGIN, RunPlan
 from pytest_cuzk.run.waves import CaseResult, Runner
 from pytest_cuzk.wire.kinds import ProofKindInfo
 
@@ -137,6 +138,23 @@ class CaseExecution(Execution):
         """Whether pytest-benchmark saves this run: then it is a baseline to come."""
         return compat.saving_as(self.item.config) is not None
 
+    def _in_time(self, case: Case, plan: Plan) -> tuple[Plan, CaseClock | None]:
+        """The case's plan within its share of the run budget; each trade and any overrun said first."""
+        timeplan: RunPlan | None = self.item.config.pluginmanager.get_plugin(PLUGIN)
+        nodeid = self.item.nodeid
+        test = timeplan.test(nodeid) if timeplan is not None else None
+        if timeplan is None or test is None:
+            return plan, None
+        plan, trades = timeplan.plan_for(test, plan)
+        overrun = None if trades else timeplan.overrun(case, plan)  # a trade says what its minimum costs
+        for said in (*trades, *([overrun] if overrun else [])):
+            self.session.status.say(f"cuzk: {case.id}: {said}")
+        return plan, CaseClock(
+            wave_s=timeplan.wave_cost(case),
+            run_left=lambda: timeplan.left_s(after=nodeid),
+            waves_done=lambda wave_s: timeplan.waves_done(case, wave_s),
+        )
+
     def measure(self, case: Case, partial: CaseResult) -> tuple[CaseResult, PairedAB | None]:
         """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran.
 
@@ -150,10 +168,11 @@ class CaseExecution(Execution):
             from pytest_cuzk.run.ab import measure_pair
 
             return measure_pair(self.session, case, plan, self.backend, baseline, self.benchmark)
+        plan, clock = self._in_time(case, plan)
         run: Running | None = None
         try:
             with running(self.session, self.backend, self.item.name) as run:
-                result = run_case(case, run.runner(case.kind), plan, self.benchmark, partial)
+                result = run_case(case, run.runner(case.kind), plan, self.benchmark, partial, clock)
         finally:
             if run is not None:  # sampled up to the failure too
                 partial.memory, partial.reported_memory = run.memory, run.reported

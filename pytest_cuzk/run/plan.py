@@ -9,6 +9,12 @@ spent or the next wave would overrun them. The minimum wins over the budget, as
 pytest-benchmark's ``min_rounds`` wins over its ``max_time``. A wave with a failed proof ends
 the case: the test fails anyway, and more proofs would only spend time.
 
+Windows that agree are not enough when proofs outlast a window (each window is then one wave):
+three one-proof windows agree by chance while the proofs slow down. A case is stable only over
+at least ``STABLE_MIN_PROOFS`` proofs whose latencies show no drift (the 95% interval of a
+line's slope through them, in order, includes zero); else it says "too few proofs to call
+stable" or "drifting: N% over the run".
+
 A run compared with ``--cuzk-compare-fail`` is sized by the confidence the gate needs (as MLPerf
 sizes a run by its percentile's): stable is not enough until each gated figure's 95% interval is
 within ``GATE_SHARE`` (a third) of its limit, over at least ``PRECISE_WINDOWS`` windows, so that
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -40,23 +47,29 @@ from pytest_cuzk.measure.figures import METRICS
 from pytest_cuzk.run.casefigures import case_samples
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.waves import CaseResult, Runner, Wave, check_wave, run_wave
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.wire.units import plural, rough_duration
 
 __all__ = [
     "GATE_SHARE",
     "PRECISE_WINDOWS",
     "PRECISION_BUDGETS",
     "SAVED_PRECISION",
+    "STABLE_MIN_PROOFS",
     "STABLE_WINDOWS",
+    "CaseClock",
     "Plan",
     "PlanDone",
     "Rounds",
     "drive",
     "run_case",
+    "stability",
     "stable",
 ]
 
 STABLE_WINDOWS = 3
+STABLE_MIN_PROOFS = 8
+"""Fewest proofs a case is called stable over: a line through fewer has too few degrees of freedom
+for its slope's interval to show a drift (over 3 proofs it spans hundreds of percent)."""
 PRECISE_WINDOWS = 6
 """Fewest windows a compared or saved run measures: three calm windows (15 s) can meet the
 precision by luck of one host state, and on the H200 host such runs were the ones whose
@@ -106,6 +119,16 @@ class Plan:
     def max_waves(self, in_flight: int) -> int:
         return max(1, math.ceil(self.max_proofs / in_flight))
 
+    def expected_waves(self, wave_s: float, in_flight: int) -> int:
+        """Waves it runs when each takes ``wave_s``: its minimum, else as many as end within its budget.
+
+        It stops before a wave that would end past the budget; stability may end it sooner, so this
+        is what a case takes at most (at real speed, where a few long proofs never settle, what it takes).
+        """
+        least = max(1, math.ceil(self.min_proofs / in_flight))
+        within = math.floor(self.budget_s / wave_s) if wave_s > 0 else least
+        return min(self.max_waves(in_flight), max(least, within))
+
 
 class PlanDone(Exception):
     """Raised by a round's setup when the plan is done: ends ``benchmark.pedantic``'s rounds there."""
@@ -129,6 +152,31 @@ def stable(windows: list[list[Wave]], stability_pct: float) -> bool:
     return bool((np.abs(figures / means - 1) <= stability_pct / 100).all())
 
 
+def stability(windows: list[list[Wave]], latencies: list[float], stability_pct: float) -> tuple[bool, str]:
+    """Whether the case is stable, and what to say of it: the windows' agreement and the proofs' drift."""
+    n, band = len(latencies), f"{stability_pct:g}%"
+    if n < STABLE_MIN_PROOFS:
+        return False, f"too few proofs to call stable ({n}; a drift test needs {STABLE_MIN_PROOFS})"
+    moved = stats.drift(latencies)
+    assert moved is not None, "enough latencies for a line"
+    low, high = moved.interval
+    trend = f"{moved.change_pct:+.1f}% over the run (95% interval {low:+.1f}% to {high:+.1f}%)"
+    if moved.drifting():
+        return False, f"drifting: latency {trend}"
+    if not stable(windows, stability_pct):
+        return False, f"not stable: the last {plural(min(len(windows), 3), 'window')} differ by over {band}"
+    return True, f"stable: the last {STABLE_WINDOWS} windows agree within {band}, no drift ({trend})"
+
+
+@dataclass
+class CaseClock:
+    """What the run's plan knows while a case runs: a wave's cost before any ran, and the run after it."""
+
+    wave_s: float | None = None
+    run_left: Callable[[], float | None] = lambda: None  # seconds of the run after this case
+    waves_done: Callable[[float], None] = lambda wave_s: None  # told the case's mean wave as it goes
+
+
 def _within(half: float | None, want: float) -> bool:
     """A figure's 95% half-interval meets what its gate needs; nothing meets a 0% limit's 0%.
 
@@ -141,28 +189,33 @@ def _within(half: float | None, want: float) -> bool:
 class Measurement:
     """One case's waves, windows and stopping decision; pedantic's setup and target are its methods."""
 
-    def __init__(self, case: Case, runner: Runner, plan: Plan, result: CaseResult | None = None) -> None:
+    def __init__(
+        self,
+        case: Case,
+        runner: Runner,
+        plan: Plan,
+        result: CaseResult | None = None,
+        clock: CaseClock | None = None,
+    ) -> None:
         self.case = case
         self.runner = runner
         self.plan = plan
+        self.clock = clock or CaseClock()
         self.result = result if result is not None else CaseResult(case)
         self._start = time.monotonic()
         self._windows: list[list[Wave]] = []
         self._open: list[Wave] = []
         self._unchecked: Wave | None = None
         self._precise = not plan.precision
+        self._settled = False  # stable as of the last window that closed
+        self._settled_at = self._start  # when the last wave was checked
 
     def setup(self) -> tuple[tuple[Wave], dict[str, Any]]:
         """Check the last wave (untimed), then stop, or build the next wave's requests (untimed)."""
         self.settle()
         if self.result.stop_reason:
             raise PlanDone(self.result.stop_reason)
-        case = self.case
-        what = (
-            f"{case.id}: {case.in_flight} proofs in flight (batch {case.batch_size} x concurrency "
-            f"{case.concurrency}: lower --cuzk-batch-sizes or --cuzk-concurrency)"
-        )
-        return (Wave(self.runner.requests(case.in_flight, what)),), {}
+        return (Wave(self.runner.requests(self.case.in_flight, self.case.in_flight_said())),), {}
 
     def timed(self, wave: Wave) -> None:
         """The timed round: submit the wave and await every answer."""
@@ -183,6 +236,8 @@ class Measurement:
             self._windows.append(self._open)
             self._open = []
             self._precise = self._precise or self._precise_enough()
+            self._settled = stability(self._windows, self._latencies(), self.plan.stability_pct)[0]
+        self.clock.waves_done(self._mean_wave())
         self.result.stop_reason = self._stop_reason()
 
     @property
@@ -243,11 +298,15 @@ class Measurement:
             return f"--cuzk-max-proofs {plan.max_proofs} reached"
         if done < plan.min_proofs:
             return ""
-        settled = stable(self._windows, plan.stability_pct)
-        if settled and self._precise:
+        if self._settled and self._precise:
             return f"stable after {plural(len(self._windows), 'window')}"
         budget = f"{plan.budget_s:g} s time budget (--cuzk-case-budget)"
         next_end = elapsed + elapsed / len(self.result.waves)
+        if self._precise and elapsed > plan.budget_s and done - self.case.in_flight < plan.min_proofs:
+            return (
+                f"{plural(done, 'proof')}, the minimum, took {elapsed / plan.budget_s:.1f}x the "
+                f"{plan.budget_s:g} s budget (--cuzk-case-budget)"
+            )
         if self._precise and next_end > plan.budget_s:
             return f"the {budget} would be overrun"
         if next_end > PRECISION_BUDGETS * plan.budget_s:
@@ -255,17 +314,35 @@ class Measurement:
             return f"{PRECISION_BUDGETS} times the {budget} would be overrun, {short}"
         return ""
 
+    def _latencies(self) -> list[float]:
+        return [p.wall_s for p in self.result.ok]
+
+    def _mean_wave(self) -> float:
+        """Seconds per wave so far, the checks between waves included: what the next wave will cost."""
+        self._settled_at = time.monotonic()
+        return (self._settled_at - self._start) / max(1, len(self.result.waves))
+
     def progress(self) -> str:
-        """The case's progress line: how far it is towards its minimum and how many windows closed."""
-        done, plan = len(self.result.proofs), self.plan
-        towards = f"of at least {plan.min_proofs} " if done < plan.min_proofs else ""
-        return f"{done} {towards}proofs done, {plural(len(self._windows), 'window')} closed"
+        """The case's progress line: proofs done of those it will run, and the time left (case and run)."""
+        done, waves, case = len(self.result.proofs), len(self.result.waves), self.case
+        wave = (self._settled_at - self._start) / waves if waves else self.clock.wave_s
+        if wave is None:
+            return f"{done} of at least {self.plan.min_proofs} proofs done"
+        total = max(self.plan.expected_waves(wave, case.in_flight), waves + (not self.result.stop_reason))
+        # the wave under way, at least what is left of a mean one, then the waves after it
+        under_way = max(0.0, wave - (time.monotonic() - self._settled_at)) if total > waves else 0.0
+        left = under_way + max(0, total - waves - 1) * wave
+        run = self.clock.run_left()
+        run_left = f", run {rough_duration(left + run)} left" if run is not None else ""
+        return f"{done} of {total * case.in_flight} proofs done; case {rough_duration(left)} left{run_left}"
 
     def finish(self) -> CaseResult:
         result = self.result
         result.wall_s = time.monotonic() - self._start
         result.windows = len(self._windows)
-        result.stabilised = stable(self._windows, self.plan.stability_pct)
+        result.stabilised, result.stability = stability(
+            self._windows, self._latencies(), self.plan.stability_pct
+        )
         return result
 
 
@@ -298,14 +375,20 @@ def drive(rounds: Rounds, max_rounds: int, benchmark: Any | None) -> None:
 
 
 def run_case(
-    case: Case, runner: Runner, plan: Plan, benchmark: Any | None, into: CaseResult | None = None
+    case: Case,
+    runner: Runner,
+    plan: Plan,
+    benchmark: Any | None,
+    into: CaseResult | None = None,
+    clock: CaseClock | None = None,
 ) -> CaseResult:
     """Run the case's plan, one pytest-benchmark round per wave when ``benchmark`` is given.
 
     ``into`` is filled as waves finish, and finished also when a wave raises: what a case
-    that failed part-way measured before it failed.
+    that failed part-way measured before it failed. ``clock`` is the run's plan in time, for
+    the estimates of the progress line.
     """
-    measurement = Measurement(case, runner, plan, into)
+    measurement = Measurement(case, runner, plan, into, clock)
     status = runner.status or StatusLine(tty=False)
     try:
         with status.stage(f"{case.id}: proving"):

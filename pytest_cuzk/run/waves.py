@@ -96,6 +96,7 @@ class CaseResult:
     memory: MemoryReport | None = None
     reported_memory: StatusMemory | None = None  # what the daemon's /status said
     stabilised: bool = False
+    stability: str = ""  # what the stability rule found: stable, too few proofs, drifting
     windows: int = 0
     stop_reason: str = ""
     known_issue: str | None = None  # the engine's known bug that explains every failure

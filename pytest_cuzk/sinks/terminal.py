@@ -12,14 +12,17 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pytest_cuzk.core import compat
+from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, STAGES, Figures
 from pytest_cuzk.run.plan import PRECISION_BUDGETS
 from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.sinks.view import config_info
 from pytest_cuzk.verdicts.baseline import compared_with
 from pytest_cuzk.verdicts.gates import compared
-from pytest_cuzk.wire.units import format_bytes, plural
+from pytest_cuzk.wire.units import format_bytes, plural, rough_duration
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend
@@ -66,6 +69,12 @@ def header_lines(session: RunView) -> list[str]:
         f"{s.max_proofs}, until the last 3 windows of {s.window:g} s agree within {s.stability:g}% or "
         f"{s.case_budget:g} s are spent{gated}; sampling every {s.sample_interval}s"
     )
+    if s.run_budget is not None:
+        most = rough_duration(s.run_budget)[1:]
+        lines.append(
+            f"cuzk: the run measures for at most {most} once the daemon is ready (--cuzk-run-budget), "
+            "divided among the selected cases: how long each takes is said after the warm-up"
+        )
     config = session.config
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
         lines.append("cuzk: pytest-benchmark disables itself under xdist; pytest-cuzk's own figures are kept")
@@ -149,13 +158,36 @@ def measurement_line(f: Figures) -> str:
     cv = "" if f.throughput_cv is None else f", windows' CV {f.throughput_cv:.1%}"
     others = f.memory.host_other_cpu_pct if f.memory is not None else None
     busy = "" if others is None else f"; other processes kept {others:.0f}% of the host's CPUs busy"
+    settled = f.stability or ("stable" if f.stabilised else "not stable")
     return (
         f"{f.test}: {plural(f.proofs_ok + f.proofs_failed, 'proof')} in {plural(f.waves, 'wave')}, "
         f"{plural(f.windows, 'window')}, "
-        f"{'stable' if f.stabilised else 'not stable'} ({_ended(f)}){cv}; "
+        f"{settled} ({_ended(f)}){cv}; "
         f"{f.measured_s:.1f} s timed; plugin: client and transport {share} of the daemon's time, "
         f"{f.untimed_s:.2f} s of checks between waves{busy}"
     )
+
+
+def _median(values: Sequence[float], unit: float, over: str) -> str:
+    """``9.8 s (9.1 to 10.4 s) over 17 proofs``: a median with its 95% interval and what it is over."""
+    low_high = stats.Quantile(50).interval(values)
+    median = float(np.median(values)) / unit
+    interval = f" ({low_high[0] / unit:.2f} to {low_high[1] / unit:.2f} s)" if low_high else " (no interval)"
+    return f"{median:.2f} s{interval} over {plural(len(values), over)}"
+
+
+def interval_line(f: Figures) -> str:
+    """What each figure's 95% interval is over: windows, proofs, partitions; peaks have none."""
+    s = f.samples
+    parts = [f"throughput {_interval(f)} over {plural(len(s.series('window_s_per_proof')), 'window')}"]
+    if s.latency_s:
+        parts.append(f"median latency {_median(s.latency_s, 1.0, 'proof')}")
+    if s.partition_gpu_ms:
+        parts.append(f"GPU per partition {_median(s.partition_gpu_ms, 1000.0, 'partition')}")
+    if s.partition_synth_ms:
+        parts.append(f"synthesis per partition {_median(s.partition_synth_ms, 1000.0, 'partition')}")
+    parts.append("RSS and VRAM peaks: one value per case, no interval")
+    return "  95% intervals: " + "; ".join(parts)
 
 
 def _ended(f: Figures) -> str:
@@ -291,6 +323,7 @@ def summary_lines(session: RunView) -> list[str]:
         lines.append(measurement_line(f))
         if stages := stage_line(f):
             lines.append(stages)
+        lines.append(interval_line(f))
         if f.status_memory_peak_bytes is not None:
             peak = format_bytes(f.status_memory_peak_bytes)
             lines.append(f"  the daemon's /status: memory budget used at peak {peak}")

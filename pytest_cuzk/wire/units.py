@@ -15,6 +15,7 @@ __all__ = [
     "parse_size",
     "parse_thresholds",
     "plural",
+    "rough_duration",
 ]
 
 MIB = 1 << 20
@@ -79,3 +80,12 @@ def parse_thresholds(text: str, metrics: Iterable[str], where: str) -> dict[str,
             raise ValueError(f"Invalid threshold {part!r} from {where}: {why}")
         out[name.strip()] = parse_percent(limit, where)
     return out
+
+
+def rough_duration(seconds: float) -> str:
+    """``~40 s``, ``~4 min``, ``~1.5 h``: an estimate, rounded as one."""
+    if seconds < 90:
+        return f"~{max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"~{seconds / 60:.0f} min"
+    return f"~{seconds / 3600:.1f} h"

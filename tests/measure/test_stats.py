@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -110,3 +112,14 @@ def test_a_rate_whose_windows_vary_past_zero_seconds_has_no_interval_rather_than
     assert stats.Rate().interval(windows) is None
     assert stats.half_width_pct(windows, stats.Rate()) is None
     assert stats.Rate().interval([0.013, 0.014] * 5) is not None, "an ordinary spread keeps its interval"
+
+
+def test_drift_finds_a_trend_and_not_noise():
+    rng = random.Random(1)  # noise of a 5% CV (a seed whose 30 draws do not drift by chance: 1 in 20 does)
+    steady = stats.drift([100 + rng.gauss(0, 5) for _ in range(30)])
+    assert steady is not None and not steady.drifting()
+    rising = stats.drift([30, 32, 35, 37, 40, 42, 44, 47])  # the drift from 30 s to 47 s
+    assert rising is not None and rising.drifting() and 40 < rising.change_pct < 50
+    few = stats.drift([60, 75, 70])
+    assert few is not None and not few.drifting() and not few.within(10.0), "three proofs show nothing"
+    assert stats.drift([1.0, 2.0]) is None

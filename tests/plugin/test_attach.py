@@ -31,6 +31,7 @@ WINNING = (
     "-k",
     "winning or wpost",
     "--cuzk-batch-sizes=1",
+    "--cuzk-concurrency=1",
     "-p",
     "no:cacheprovider",
     "--import-mode=importlib",

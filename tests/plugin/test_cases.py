@@ -16,7 +16,14 @@ def _ids(result: pytest.RunResult) -> list[str]:
     return [line.split("::")[1] for line in result.outlines if "::test_prove[" in line]
 
 
-def test_default_matrix_is_every_kind_at_batch_1_and_the_batchable_at_2(fake_run):
+def test_default_matrix_is_every_kind_at_batch_1_alone_and_two_in_flight(pytester):
+    """One daemon config (cuzk's default, no batching): no restart; j2 gives the pipelined rate."""
+    settings = resolve_settings(pytester.parseconfig())
+    ids = [p.id for p in case_params(["local"], False, settings, "cuzk_case")]
+    assert ids == [f"{k}-batch1-j{j}" for k in KINDS for j in (1, 2)]
+
+
+def test_the_tests_quick_plan_keeps_every_kind_at_batch_1_and_the_batchable_at_2(fake_run):
     result, _ = fake_run({"test_prove": PROVE_SOURCE}, *COLLECT)
     assert _ids(result) == [
         "test_prove[porep-batch1-j1]",
@@ -47,7 +54,7 @@ def test_several_daemons_put_their_label_first_and_group_by_daemon(fake_run):
 
 def test_case_ids_do_not_depend_on_how_the_daemon_is_reached(pytester):
     """A baseline saved against a spawned daemon gates an attached one: same ids (machine info says how)."""
-    settings = resolve_settings(pytester.parseconfig("--cuzk-batch-sizes=1"))
+    settings = resolve_settings(pytester.parseconfig("--cuzk-batch-sizes=1", "--cuzk-concurrency=1"))
     ids = [p.id for p in case_params(["local"], settings, "cuzk_case")]
     assert ids == [f"{k}-batch1-j1" for k in KINDS]
     per_kind = [p.id for p in case_params(["a", "b"], settings, "cuzk_kind")]

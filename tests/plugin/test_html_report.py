@@ -83,7 +83,16 @@ def test_an_xdist_run_gives_one_report_with_every_workers_memory_charts(pytester
     pytester.makeconftest(SAMPLED_PER_WORKER)
     pytester.makepyfile(test_a=PROVE_SOURCE, test_b=PROVE_SOURCE)
     page = pytester.path / "report.html"
-    xdist = ("-n", "2", "--dist", "loadfile", "-k", "winning or wpost", "--cuzk-batch-sizes=1")
+    xdist = (
+        "-n",
+        "2",
+        "--dist",
+        "loadfile",
+        "-k",
+        "winning or wpost",
+        "--cuzk-batch-sizes=1",
+        "--cuzk-concurrency=1",
+    )
     more = ("--cuzk-proofs=3", "--cuzk-max-proofs=3", f"--cuzk-html={page}", "-p", "no:cacheprovider")
     result = pytester.runpytest_subprocess(*xdist, *more, timeout=120)
     result.assert_outcomes(passed=4)

@@ -141,6 +141,7 @@ def test_a_binary_that_cannot_start_says_so_and_never_prints_the_environment(pyt
         "-k",
         "winning or wpost",
         "--cuzk-batch-sizes=1",
+        "--cuzk-concurrency=1",
         "--import-mode=importlib",  # the inner test_prove must not collide with the suite's module
         ".",
     ]
