@@ -28,6 +28,8 @@ from pytest_cuzk.host.interrupts import Interrupts
 from pytest_cuzk.wire.units import plural
 
 if TYPE_CHECKING:
+    from pytest_cuzk.backends.choice import DaemonChoice
+    from pytest_cuzk.backends.protocol import DaemonBackend
     from pytest_cuzk.backends.readiness import Readiness
     from pytest_cuzk.config.settings import Settings
     from pytest_cuzk.core.progress import StatusLine
@@ -35,11 +37,8 @@ if TYPE_CHECKING:
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.ledger import MetricLedger
-
-    from .backends.choice import DaemonChoice
-    from .backends.protocol import DaemonBackend
-    from .scenarios.figures import ScenarioFigures
-    from .wire.kinds import ProofKindInfo
+    from pytest_cuzk.scenarios.figures import ScenarioFigures
+    from pytest_cuzk.wire.kinds import ProofKindInfo
 
 __all__ = ["CuzkSession"]
 
@@ -147,7 +146,7 @@ class CuzkSession:
 
     def wanted_kinds(self, backend: DaemonBackend, kinds: Sequence[str] | None = None) -> list[ProofKindInfo]:
         """The selected kinds (or ``kinds``) whose data can be had for ``backend``."""
-        from .wire.kinds import KINDS
+        from pytest_cuzk.wire.kinds import KINDS
 
         wanted = [KINDS[k] for k in (kinds or sorted(self.selected_kinds or KINDS))]
         data = self.data(backend)

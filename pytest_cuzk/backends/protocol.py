@@ -19,15 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pytest
 
-from ..wire.daemonconfig import DaemonConfig
-from ..wire.kinds import ProofKindInfo
+from pytest_cuzk.wire.daemonconfig import DaemonConfig
+from pytest_cuzk.wire.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
     from pytest_cuzk.config.slo import Slo
     from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.proto import pb
     from pytest_cuzk.results.rows import HostRecord
-
-    from ..proto import pb
 
 __all__ = [
     "LOG_MARK_KEY",

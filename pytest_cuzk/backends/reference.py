@@ -17,21 +17,20 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_cuzk import __version__
+from pytest_cuzk.backends.process import daemon_config
+from pytest_cuzk.backends.profiles import CUZK_KNOWN_ISSUES, known_issue, ref_labels
+from pytest_cuzk.backends.protocol import ColdStart, EngineProfile, Mode, PceRule, Verifier
+from pytest_cuzk.backends.spawned import SpawnedDaemon
+from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import REF_PRESETS
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.core.errors import CuzkError, DataDirUnwritable
 from pytest_cuzk.core.progress import StatusLine
-
-from .. import __version__
-from ..proto import pb
-from ..wire.daemonconfig import DaemonConfig, config_record
-from ..wire.kinds import ProofKindInfo
-from .process import daemon_config
-from .profiles import CUZK_KNOWN_ISSUES, known_issue, ref_labels
-from .protocol import ColdStart, EngineProfile, Mode, PceRule, Verifier
-from .spawned import SpawnedDaemon
-from .workspace import Workspace
+from pytest_cuzk.proto import pb
+from pytest_cuzk.wire.daemonconfig import DaemonConfig, config_record
+from pytest_cuzk.wire.kinds import ProofKindInfo
 
 __all__ = ["RefProfile", "ReferenceEngine", "ref_preset"]
 
@@ -74,7 +73,7 @@ class RefProfile:
 
         A data dir that cannot be written (read-only, full) is a ``DataDirUnwritable`` naming the file.
         """
-        from ..refengine import gendata
+        from pytest_cuzk.refengine import gendata
 
         out = self.data_dir / f"ref-data-{self._preset}"
         manifest = out / "manifest.toml"
@@ -89,7 +88,7 @@ class RefProfile:
         """Full pairing verification, where the engine's verifying keys can be read."""
         if self.param_cache is None:
             return None
-        from ..refengine.verify import verify_proof
+        from pytest_cuzk.refengine.verify import verify_proof
 
         cache, preset = self.param_cache, self._preset
 
@@ -163,7 +162,7 @@ class ReferenceEngine(SpawnedDaemon):
         """
         ref_preset(settings)
         if settings.config is not None:
-            from ..refengine.config import ConfigError, parse_config
+            from pytest_cuzk.refengine.config import ConfigError, parse_config
 
             try:
                 parse_config(daemon_config(settings.config, {}), str(settings.config))
@@ -214,7 +213,7 @@ class ReferenceEngine(SpawnedDaemon):
 
     def config_record(self) -> DaemonConfig:
         """Its base config and the faults its environment adds (``CUZK_REF_FAULTS``): both change it."""
-        from ..refengine.config import FAULTS_ENV
+        from pytest_cuzk.refengine.config import FAULTS_ENV
 
         table = daemon_config(self.settings.config, {})
         if faults := os.environ.get(FAULTS_ENV):

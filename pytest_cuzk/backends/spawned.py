@@ -22,18 +22,25 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_cuzk.backends.health import probe
+from pytest_cuzk.backends.process import DaemonProcess, daemon_config, listen_address, stuck_state
+from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile
+from pytest_cuzk.backends.protocol import (
+    BackendState,
+    ColdStart,
+    DaemonLog,
+    EngineProfile,
+    Mode,
+    PceRule,
+    Prepare,
+)
+from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.errors import CuzkError, DaemonExited, ReadinessError
 from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.results.rows import HostRecord
-
-from ..wire.daemonconfig import DaemonConfig, config_record
-from ..wire.kinds import ProofKindInfo
-from .health import probe
-from .process import DaemonProcess, daemon_config, listen_address, stuck_state
-from .profiles import CuzkProfile, detect_profile
-from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare
-from .workspace import Workspace
+from pytest_cuzk.wire.daemonconfig import DaemonConfig, config_record
+from pytest_cuzk.wire.kinds import ProofKindInfo
 
 __all__ = [
     "CUZK_PARAM_CACHE",

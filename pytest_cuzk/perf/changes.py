@@ -24,14 +24,13 @@ from dataclasses import dataclass
 from scipy.stats import gmean
 
 from pytest_cuzk.measure.figures import regression, worse_interval
+from pytest_cuzk.perf.edivisive import Split, change_points
+from pytest_cuzk.perf.errors import PerfError
+from pytest_cuzk.perf.otava import write_series
+from pytest_cuzk.perf.queries import NO_DATA, group
+from pytest_cuzk.perf.series import Point, Series, series
 from pytest_cuzk.results.database import ResultsDB
-
-from ..wire.units import plural
-from .edivisive import Split, change_points
-from .errors import PerfError
-from .otava import write_series
-from .queries import NO_DATA, group
-from .series import Point, Series, series
+from pytest_cuzk.wire.units import plural
 
 __all__ = ["Change", "check", "cmd_changes", "find"]
 

@@ -6,11 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pytest_cuzk.perf.queries import NO_DATA, best_pool, figure, gpus, group, tops
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
-
-from ..wire.units import GIB
-from .queries import NO_DATA, best_pool, figure, gpus, group, tops
+from pytest_cuzk.wire.units import GIB
 
 __all__ = ["cmd_plot"]
 

@@ -22,20 +22,19 @@ from typing import Any
 import sqlalchemy as sa
 
 from pytest_cuzk.measure.figures import METRICS
+from pytest_cuzk.perf.changes import cmd_changes
+from pytest_cuzk.perf.charts import cmd_plot
+from pytest_cuzk.perf.compare import cmd_compare
+from pytest_cuzk.perf.edivisive import MAX_P, MIN_RUNS
+from pytest_cuzk.perf.errors import PerfError
+from pytest_cuzk.perf.example import cmd_example
+from pytest_cuzk.perf.export import cmd_export
+from pytest_cuzk.perf.hosts import cmd_history, cmd_hosts, cmd_recommend
+from pytest_cuzk.perf.offers import DISK, cmd_offers
+from pytest_cuzk.perf.report import cmd_report
 from pytest_cuzk.results.database import ResultsDB
-
-from ..wire import units
-from ..wire.kinds import UnknownKind, by_name
-from .changes import cmd_changes
-from .charts import cmd_plot
-from .compare import cmd_compare
-from .edivisive import MAX_P, MIN_RUNS
-from .errors import PerfError
-from .example import cmd_example
-from .export import cmd_export
-from .hosts import cmd_history, cmd_hosts, cmd_recommend
-from .offers import DISK, cmd_offers
-from .report import cmd_report
+from pytest_cuzk.wire import units
+from pytest_cuzk.wire.kinds import UnknownKind, by_name
 
 __all__ = ["build_parser", "main", "parse_fail", "parse_figures", "parse_percent"]
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 
 from pytest_cuzk.measure.figures import METRICS, Samples
+from pytest_cuzk.perf.errors import PerfError
+from pytest_cuzk.perf.queries import figure, group, labels
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
 from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.verdicts.comparison import Side, compare
 from pytest_cuzk.wire.daemonconfig import config_changes
-
-from .errors import PerfError
-from .queries import figure, group, labels
 
 __all__ = ["cmd_compare", "compare_rows", "resolve_build"]
 

@@ -14,12 +14,11 @@ import os
 from importlib import resources
 from pathlib import Path
 
+from pytest_cuzk.perf.errors import PerfError
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import HostRecord, RunRecord, TestRecord
-
-from ..wire.files import atomic_write
-from ..wire.units import GIB, MIB, plural
-from .errors import PerfError
+from pytest_cuzk.wire.files import atomic_write
+from pytest_cuzk.wire.units import GIB, MIB, plural
 
 __all__ = ["FLEET", "OFFERS", "cmd_example", "record_fleet"]
 

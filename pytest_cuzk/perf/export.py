@@ -13,8 +13,7 @@ from typing import Any
 
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
-
-from ..wire.units import plural
+from pytest_cuzk.wire.units import plural
 
 __all__ = ["cmd_export", "flat"]
 

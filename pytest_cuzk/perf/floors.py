@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..wire.units import GIB, format_bytes
+from pytest_cuzk.wire.units import GIB, format_bytes
 
 __all__ = ["FLOORS", "PCE_FILE_BYTES", "Floor"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..wire.units import GIB
+from pytest_cuzk.wire.units import GIB
 
 __all__ = ["MODELS", "GpuKey", "gpu_key", "matches"]
 

@@ -7,13 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pytest_cuzk.measure.figures import METRICS
-from pytest_cuzk.results.database import ResultsDB
-from pytest_cuzk.results.rows import ResultRow
-from pytest_cuzk.sinks.tables import table
-from pytest_cuzk.wire.units import format_bytes
-
-from .gpus import matches
-from .queries import (
+from pytest_cuzk.perf.gpus import matches
+from pytest_cuzk.perf.queries import (
     NO_DATA,
     best_pool,
     config,
@@ -27,6 +22,10 @@ from .queries import (
     shown,
     spread,
 )
+from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.rows import ResultRow
+from pytest_cuzk.sinks.tables import table
+from pytest_cuzk.wire.units import format_bytes
 
 __all__ = ["HISTORY", "cmd_history", "cmd_hosts", "cmd_recommend", "history", "ranking"]
 

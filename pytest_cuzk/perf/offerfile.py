@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..wire.units import MIB
-from .errors import PerfError
+from pytest_cuzk.perf.errors import PerfError
+from pytest_cuzk.wire.units import MIB
 
 __all__ = ["NEEDED", "Offer", "OfferFileError", "missing_fields", "read_offers"]
 

@@ -14,17 +14,16 @@ import json
 import sys
 from typing import Any
 
+from pytest_cuzk.perf.errors import NOTHING, PerfError
+from pytest_cuzk.perf.floors import FLOORS, PCE_FILE_BYTES
+from pytest_cuzk.perf.gpus import matches
+from pytest_cuzk.perf.offerfile import Offer, missing_fields, read_offers
+from pytest_cuzk.perf.predict import Estimate, estimate
+from pytest_cuzk.perf.queries import NO_DATA, group
 from pytest_cuzk.results.database import ResultsDB
 from pytest_cuzk.results.rows import ResultRow
 from pytest_cuzk.sinks.tables import table
-
-from ..wire.units import GIB, format_bytes, plural
-from .errors import NOTHING, PerfError
-from .floors import FLOORS, PCE_FILE_BYTES
-from .gpus import matches
-from .offerfile import Offer, missing_fields, read_offers
-from .predict import Estimate, estimate
-from .queries import NO_DATA, group
+from pytest_cuzk.wire.units import GIB, format_bytes, plural
 
 __all__ = ["DISK", "as_json", "basis_text", "cmd_offers", "rank", "select"]
 

@@ -29,10 +29,10 @@ import re
 import sys
 from pathlib import Path
 
-from ..wire.units import plural
-from .errors import NOTHING, PerfError
-from .queries import group
-from .series import Series
+from pytest_cuzk.perf.errors import NOTHING, PerfError
+from pytest_cuzk.perf.queries import group
+from pytest_cuzk.perf.series import Series
+from pytest_cuzk.wire.units import plural
 
 __all__ = ["ATTRIBUTES", "write_series"]
 

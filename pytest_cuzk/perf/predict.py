@@ -16,13 +16,12 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from pytest_cuzk.measure.figures import METRICS, regression
+from pytest_cuzk.perf.floors import FLOORS
+from pytest_cuzk.perf.gpus import gpu_key
+from pytest_cuzk.perf.offerfile import Offer
+from pytest_cuzk.perf.queries import figure, gpu_memory, gpus, group, joined, machine
 from pytest_cuzk.results.rows import ResultRow
-
-from ..wire.units import format_bytes
-from .floors import FLOORS
-from .gpus import gpu_key
-from .offerfile import Offer
-from .queries import figure, gpu_memory, gpus, group, joined, machine
+from pytest_cuzk.wire.units import format_bytes
 
 __all__ = ["Estimate", "estimate", "memory_verdict"]
 

@@ -5,19 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pytest_cuzk.perf.errors import PerfError
 from pytest_cuzk.results.database import ResultsDB
-
-from ..wire.files import atomic_write
-from .errors import PerfError
+from pytest_cuzk.wire.files import atomic_write
 
 __all__ = ["cmd_report"]
 
 
 def cmd_report(db: ResultsDB, args: argparse.Namespace) -> int:
     """One HTML page: hosts ranked per kind, their history across builds, the latest comparisons."""
+    from pytest_cuzk.html.render import render
     from pytest_cuzk.perf.dbpage import db_page
-
-    from ..html.render import render
 
     path = Path(args.html)
     if path.is_dir():

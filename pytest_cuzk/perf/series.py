@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_cuzk.measure.figures import METRICS, Metric
+from pytest_cuzk.perf.queries import config, figure, group, machine
 from pytest_cuzk.results.rows import ResultRow
-
-from .queries import config, figure, group, machine
 
 __all__ = ["Point", "Series", "series"]
 

@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING
 import pynvml
 
 from pytest_cuzk.host.nvml import nvml_query, nvml_session
-
-from ..proto import pb
-from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo
-from ..wire.units import MAX_MESSAGE_BYTES
+from pytest_cuzk.proto import pb
+from pytest_cuzk.wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo
+from pytest_cuzk.wire.units import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
-    from .engine import Engine
-    from .jobs import Job, Work
+    from pytest_cuzk.refengine.engine import Engine
+    from pytest_cuzk.refengine.jobs import Job, Work
 
 __all__ = ["MAX_MESSAGE_BYTES", "Behaviour", "CuzkBehaviour", "behaviour"]
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import grpc
 
-from ..proto import pb, pb_grpc
-from ..wire.addresses import UNIX_PREFIX, ListenTarget, parse_listen
-from . import faults, metrics
-from .behave import MAX_MESSAGE_BYTES
-from .engine import Engine
-from .jobs import Job
+from pytest_cuzk.proto import pb, pb_grpc
+from pytest_cuzk.refengine import faults, metrics
+from pytest_cuzk.refengine.behave import MAX_MESSAGE_BYTES
+from pytest_cuzk.refengine.engine import Engine
+from pytest_cuzk.refengine.jobs import Job
+from pytest_cuzk.wire.addresses import UNIX_PREFIX, ListenTarget, parse_listen
 
 __all__ = ["MAX_MESSAGE_BYTES", "ProvingEngineServicer", "bind_target", "clip", "serve"]
 

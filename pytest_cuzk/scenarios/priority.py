@@ -18,17 +18,16 @@ from typing import Any, cast
 import numpy as np
 
 from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.proto import pb
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
 from pytest_cuzk.run.waves import ProofOutcome, Runner, Wave, check_wave, run_wave
-
-from ..proto import pb
-from ..wire.kinds import ProofKindInfo
-from .background import Background
-from .bounds import Budget, Tail
-from .figures import PriorityFigures
-from .idle import idle_p50, measure_idle
-from .search import SEED
+from pytest_cuzk.scenarios.background import Background
+from pytest_cuzk.scenarios.bounds import Budget, Tail
+from pytest_cuzk.scenarios.figures import PriorityFigures
+from pytest_cuzk.scenarios.idle import idle_p50, measure_idle
+from pytest_cuzk.scenarios.search import SEED
+from pytest_cuzk.wire.kinds import ProofKindInfo
 
 __all__ = ["Priority"]
 

@@ -20,11 +20,10 @@ from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
 from pytest_cuzk.run.waves import ProofOutcome, Wave, check_wave, run_wave
-
-from .bounds import Budget, Tail
-from .figures import RateStep, ServerFigures
-from .idle import idle_p50, measure_idle
-from .search import RateSearch, arrival_offsets
+from pytest_cuzk.scenarios.bounds import Budget, Tail
+from pytest_cuzk.scenarios.figures import RateStep, ServerFigures
+from pytest_cuzk.scenarios.idle import idle_p50, measure_idle
+from pytest_cuzk.scenarios.search import RateSearch, arrival_offsets
 
 __all__ = ["STEPS_PER_BUDGET", "Server"]
 

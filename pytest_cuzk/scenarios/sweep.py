@@ -21,9 +21,8 @@ from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
 from pytest_cuzk.run.plan import Plan, run_case
 from pytest_cuzk.run.waves import ProofOutcome
-
-from .bounds import Budget
-from .figures import SweepFigures, SweepPoint
+from pytest_cuzk.scenarios.bounds import Budget
+from pytest_cuzk.scenarios.figures import SweepFigures, SweepPoint
 
 __all__ = ["FLAT_LEVELS", "GAIN_PCT", "MAX_CONCURRENCY", "Sweep", "knee"]
 

@@ -21,8 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .files import atomic_write
-from .units import MAX_MESSAGE_BYTES
+from pytest_cuzk.wire.files import atomic_write
+from pytest_cuzk.wire.units import MAX_MESSAGE_BYTES
 
 __all__ = [
     "b64decode",
