@@ -25,7 +25,7 @@ from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.core.outcome import as_usage_error
 from pytest_cuzk.host.interrupts import Interrupts
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.choice import DaemonChoice
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.ledger import MetricLedger
     from pytest_cuzk.scenarios.figures import ScenarioFigures
-    from pytest_cuzk.wire.kinds import ProofKindInfo
+    from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["CuzkSession"]
 
@@ -146,7 +146,7 @@ class CuzkSession:
 
     def wanted_kinds(self, backend: DaemonBackend, kinds: Sequence[str] | None = None) -> list[ProofKindInfo]:
         """The selected kinds (or ``kinds``) whose data can be had for ``backend``."""
-        from pytest_cuzk.wire.kinds import KINDS
+        from pytest_cuzk.vocab.kinds import KINDS
 
         wanted = [KINDS[k] for k in (kinds or sorted(self.selected_kinds or KINDS))]
         data = self.data(backend)
@@ -248,7 +248,7 @@ class CuzkSession:
         """Under xdist, attached daemons are never shared: each worker takes one daemon's tests."""
         if not self.asked or config.getvalue("dist") != "load" or not self.choice.attached:
             return None
-        from pytest_cuzk.backends.fleet import DaemonScheduling
+        from pytest_cuzk.backends.scheduling import DaemonScheduling
 
         return DaemonScheduling(config, log, list(self.backends))
 

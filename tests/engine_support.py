@@ -26,7 +26,7 @@ from pytest_cuzk.refengine.engine import Engine
 from pytest_cuzk.refengine.field import R
 from pytest_cuzk.refengine.gpu.points import Group
 from pytest_cuzk.refengine.server import MAX_MESSAGE_BYTES
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 READY = "cuzk-ref ready, serving on "
 FP = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB

@@ -21,7 +21,7 @@ import psutil
 
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb, pb_grpc
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 CLEAN_CODES = {
     grpc.StatusCode.INVALID_ARGUMENT,

@@ -11,7 +11,7 @@ import pytest
 from pytest_cuzk.config.options import OPTIONS, option_value
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.config.slo import Slo
-from pytest_cuzk.wire.units import parse_size
+from pytest_cuzk.vocab.units import parse_size
 
 if sys.version_info >= (3, 11):
     import tomllib

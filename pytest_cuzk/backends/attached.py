@@ -31,8 +31,8 @@ from pytest_cuzk.backends.protocol import (
 from pytest_cuzk.core.errors import CuzkError, DaemonExited, DeadlineExceeded
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.results.rows import HostRecord
-from pytest_cuzk.wire.addresses import is_local, parse_address
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.addresses import is_local, parse_address
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["ATTACHED_PROBE_S", "AttachedDaemon"]
 

@@ -19,7 +19,7 @@ from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.values import THIS_DAEMON, daemon_value
 from pytest_cuzk.core.errors import CuzkError
-from pytest_cuzk.wire.addresses import label_from_address, parse_address
+from pytest_cuzk.vocab.addresses import label_from_address, parse_address
 
 __all__ = ["AB_LABEL", "DaemonChoice", "check", "choose"]
 

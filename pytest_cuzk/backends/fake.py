@@ -39,9 +39,9 @@ from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.core.errors import DaemonExited
 from pytest_cuzk.proto import pb, pb_grpc
 from pytest_cuzk.results.rows import HostRecord
-from pytest_cuzk.wire.daemonconfig import DaemonConfig
-from pytest_cuzk.wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, UnknownKind, by_circuit, by_enum
-from pytest_cuzk.wire.vanilla import write_vanilla_proofs
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig
+from pytest_cuzk.vocab.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, UnknownKind, by_circuit, by_enum
+from pytest_cuzk.vocab.vanilla import write_vanilla_proofs
 
 __all__ = ["FakeBehaviour", "FakeDaemon", "FakeProfile", "fake_proof"]
 

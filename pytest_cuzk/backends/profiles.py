@@ -16,8 +16,8 @@ from pytest_cuzk.backends.protocol import EngineProfile, Verifier
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.daemon.client import ProvingClient
-from pytest_cuzk.wire.daemonconfig import DaemonConfig
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = [
     "CUZK_KNOWN_ISSUES",

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pytest
 
-from pytest_cuzk.wire.daemonconfig import DaemonConfig
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
     from pytest_cuzk.config.slo import Slo

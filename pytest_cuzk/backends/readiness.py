@@ -24,7 +24,7 @@ from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.host.proctree import ProcessTree
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["PCE_MAGIC", "Readiness", "pce_complete"]
 

@@ -29,8 +29,8 @@ from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.core.errors import CuzkError, DataDirUnwritable
 from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.daemonconfig import DaemonConfig, config_record
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig, config_record
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["RefProfile", "ReferenceEngine", "ref_preset"]
 

@@ -39,8 +39,8 @@ from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.errors import CuzkError, DaemonExited, ReadinessError
 from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.results.rows import HostRecord
-from pytest_cuzk.wire.daemonconfig import DaemonConfig, config_record
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig, config_record
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = [
     "CUZK_PARAM_CACHE",

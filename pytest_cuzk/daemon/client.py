@@ -33,7 +33,7 @@ from pytest_cuzk.core.errors import (
 )
 from pytest_cuzk.daemon.errormap import map_grpc_errors
 from pytest_cuzk.proto import pb, pb_grpc
-from pytest_cuzk.wire.addresses import parse_address
+from pytest_cuzk.vocab.addresses import parse_address
 
 __all__ = [
     "AWAIT_MARGIN_S",

@@ -34,7 +34,7 @@ import urllib3
 from pytest_cuzk.core.errors import DataDirUnwritable
 from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.data.connections import Deadline, HeadCut
-from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.vocab.redact import redact
 
 __all__ = [
     "NET_CHUNK",

@@ -27,10 +27,10 @@ from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.data.connections import Deadline, session
 from pytest_cuzk.data.download import Failed, SizeMismatch, Transfer, Transient, forget_part
 from pytest_cuzk.data.manifest import DataEntry, Manifest
-from pytest_cuzk.wire.files import atomic_write, file_sha256
-from pytest_cuzk.wire.kinds import by_name
-from pytest_cuzk.wire.redact import redact
-from pytest_cuzk.wire.vanilla import format_problem, largest_file
+from pytest_cuzk.vocab.files import atomic_write, file_sha256
+from pytest_cuzk.vocab.kinds import by_name
+from pytest_cuzk.vocab.redact import redact
+from pytest_cuzk.vocab.vanilla import format_problem, largest_file
 
 __all__ = ["DataStore"]
 

@@ -18,7 +18,7 @@ from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.data.manifest import Manifest, load_manifest
 from pytest_cuzk.data.store import DataStore
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["DEFAULT_MANIFEST", "TestData"]
 

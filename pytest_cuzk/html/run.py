@@ -21,7 +21,7 @@ from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.html.outcomes import Outcomes
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import FINISHED_KEY
-from pytest_cuzk.wire.files import atomic_write
+from pytest_cuzk.vocab.files import atomic_write
 
 if TYPE_CHECKING:
     from pytest_cuzk.measure.figures import Figures

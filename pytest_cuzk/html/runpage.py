@@ -24,8 +24,8 @@ from pytest_cuzk.measure.ledger import series_name
 from pytest_cuzk.sinks.view import config_info
 from pytest_cuzk.verdicts.baseline import compared_with
 from pytest_cuzk.verdicts.gates import compared
-from pytest_cuzk.wire.redact import redact
-from pytest_cuzk.wire.units import format_bytes
+from pytest_cuzk.vocab.redact import redact
+from pytest_cuzk.vocab.units import format_bytes
 
 if TYPE_CHECKING:
     from pytest_cuzk.config.settings import Settings

@@ -19,8 +19,8 @@ import pynvml
 
 from pytest_cuzk.host.nvml import nvml_query, nvml_session
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo
-from pytest_cuzk.wire.units import MAX_MESSAGE_BYTES
+from pytest_cuzk.vocab.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo
+from pytest_cuzk.vocab.units import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from pytest_cuzk.refengine.engine import Engine

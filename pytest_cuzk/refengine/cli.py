@@ -24,7 +24,7 @@ from typing import NoReturn
 from pytest_cuzk.refengine import faults
 from pytest_cuzk.refengine.config import ConfigError, RefConfig, load_config
 from pytest_cuzk.refengine.errors import RefEngineError
-from pytest_cuzk.wire.addresses import UNIX_PREFIX
+from pytest_cuzk.vocab.addresses import UNIX_PREFIX
 
 __all__ = ["main", "run_daemon"]
 

@@ -23,7 +23,7 @@ from pytest_cuzk.host.limits import WAIT_MAX_S, Bound, address_space, thread_lim
 from pytest_cuzk.host.paths import user_cache_dir
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.errors import RefEngineError
-from pytest_cuzk.wire import units
+from pytest_cuzk.vocab import units
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -29,7 +29,7 @@ from pytest_cuzk.refengine.jobs import QUEUED, Job, JobStore, Work
 from pytest_cuzk.refengine.prover import JobInputError, RefProver
 from pytest_cuzk.refengine.realspeed import Pace
 from pytest_cuzk.refengine.scheduler import SHUTDOWN_MESSAGE, JobQueue
-from pytest_cuzk.wire.kinds import by_enum
+from pytest_cuzk.vocab.kinds import by_enum
 
 __all__ = ["SHUTDOWN_MESSAGE", "Engine"]
 

@@ -24,9 +24,9 @@ from pytest_cuzk.refengine.circuits import PRESETS, Preset, c1, porep, post, sna
 from pytest_cuzk.refengine.circuits.common import MerkleTree, prover_id
 from pytest_cuzk.refengine.field import R, fr_to_bytes
 from pytest_cuzk.refengine.hashing import hash2
-from pytest_cuzk.wire.files import atomic_write
-from pytest_cuzk.wire.kinds import KINDS
-from pytest_cuzk.wire.vanilla import write_vanilla_proofs
+from pytest_cuzk.vocab.files import atomic_write
+from pytest_cuzk.vocab.kinds import KINDS
+from pytest_cuzk.vocab.vanilla import write_vanilla_proofs
 
 __all__ = ["MINER_ID", "file_name", "generate"]
 

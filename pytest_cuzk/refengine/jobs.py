@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.stages import ParsedJob, Synthesized
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["DONE", "QUEUED", "RUNNING", "Job", "JobStore", "Work"]
 

@@ -24,7 +24,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 
 from pytest_cuzk.refengine.cursor import Cursor
 from pytest_cuzk.refengine.groth16 import ProvingKey, VerifyingKey
-from pytest_cuzk.wire.files import atomic_write
+from pytest_cuzk.vocab.files import atomic_write
 
 __all__ = ["read_meta", "read_params", "read_vk", "write_params", "write_vk"]
 

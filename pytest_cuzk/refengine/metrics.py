@@ -29,7 +29,7 @@ from prometheus_client.core import CollectorRegistry, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from pytest_cuzk.refengine.engine import Engine
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 __all__ = ["INFO_METRIC", "EngineCollector", "engine_version", "render"]
 

@@ -35,7 +35,7 @@ from pytest_cuzk.refengine.cursor import Cursor
 from pytest_cuzk.refengine.errors import RefEngineError
 from pytest_cuzk.refengine.field import R
 from pytest_cuzk.refengine.r1cs import CSR, Matrices
-from pytest_cuzk.wire.files import atomic_write
+from pytest_cuzk.vocab.files import atomic_write
 
 __all__ = [
     "HEADER",

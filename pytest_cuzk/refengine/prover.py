@@ -61,7 +61,7 @@ from pytest_cuzk.refengine.witness_pool import (
     partition_witness,
     usable_cpus,
 )
-from pytest_cuzk.wire.kinds import ProofKindInfo, by_circuit
+from pytest_cuzk.vocab.kinds import ProofKindInfo, by_circuit
 
 if TYPE_CHECKING:
     from pytest_cuzk.refengine.gpu.keys import GpuKeys

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import Faults, RefConfig
-from pytest_cuzk.wire.kinds import by_circuit
+from pytest_cuzk.vocab.kinds import by_circuit
 
 if TYPE_CHECKING:
     from pytest_cuzk.refengine.jobs import Job

@@ -20,7 +20,7 @@ import uuid
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import RefConfig
 from pytest_cuzk.refengine.jobs import QUEUED, RUNNING, Job, JobStore, Work
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["SHUTDOWN_MESSAGE", "JobQueue"]
 

@@ -22,7 +22,7 @@ from pytest_cuzk.refengine import faults, metrics
 from pytest_cuzk.refengine.behave import MAX_MESSAGE_BYTES
 from pytest_cuzk.refengine.engine import Engine
 from pytest_cuzk.refengine.jobs import Job
-from pytest_cuzk.wire.addresses import UNIX_PREFIX, ListenTarget, parse_listen
+from pytest_cuzk.vocab.addresses import UNIX_PREFIX, ListenTarget, parse_listen
 
 __all__ = ["MAX_MESSAGE_BYTES", "ProvingEngineServicer", "bind_target", "clip", "serve"]
 

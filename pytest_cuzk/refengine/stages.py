@@ -10,7 +10,7 @@ from py_arkworks_bls12381 import Scalar
 
 from pytest_cuzk.refengine.circuits.registry import Inputs
 from pytest_cuzk.refengine.r1cs import ConstraintSystem, Evaluations, Matrices
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["ParsedJob", "Source", "Synthesized"]
 

@@ -19,7 +19,7 @@ import psutil
 
 from pytest_cuzk.refengine.engine import Engine
 from pytest_cuzk.refengine.jobs import DONE
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 __all__ = ["StatusServer", "build_status", "start_status_server"]
 

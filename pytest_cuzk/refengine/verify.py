@@ -16,7 +16,7 @@ from pytest_cuzk.refengine.circuits import JobInputError, Preset
 from pytest_cuzk.refengine.circuits.registry import Inputs, circuit_for
 from pytest_cuzk.refengine.groth16 import Proof, VerifyingKey, verify, verify_all
 from pytest_cuzk.refengine.keyfile import read_vk
-from pytest_cuzk.wire.kinds import GROTH16_PROOF_LEN, ProofKindInfo
+from pytest_cuzk.vocab.kinds import GROTH16_PROOF_LEN, ProofKindInfo
 
 __all__ = ["first_bad_partition", "key_stem", "verify_proof"]
 

@@ -48,7 +48,7 @@ from pytest_cuzk.measure.paired import BASELINE, CANDIDATE, PairedAB
 from pytest_cuzk.run.casefigures import case_figures, case_samples
 from pytest_cuzk.run.plan import Measurement, Plan, PlanDone, drive
 from pytest_cuzk.run.waves import CaseResult, Wave
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend

@@ -30,7 +30,7 @@ from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import CaseClock, Plan, run_case
 from pytest_cuzk.run.timeplan import PLUGIN, RunPlan
 from pytest_cuzk.run.waves import CaseResult, Runner
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
     from pytest_cuzk.core.progress import StatusLine

@@ -47,7 +47,7 @@ from pytest_cuzk.measure.figures import METRICS
 from pytest_cuzk.run.casefigures import case_samples
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.waves import CaseResult, Runner, Wave, check_wave, run_wave
-from pytest_cuzk.wire.units import plural, rough_duration
+from pytest_cuzk.vocab.units import plural, rough_duration
 
 __all__ = [
     "GATE_SHARE",

@@ -40,8 +40,8 @@ from pytest_cuzk.host.limits import available_memory
 from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.proto import pb
 from pytest_cuzk.run.cases import Case
-from pytest_cuzk.wire.kinds import ProofKindInfo
-from pytest_cuzk.wire.units import format_bytes, plural
+from pytest_cuzk.vocab.kinds import ProofKindInfo
+from pytest_cuzk.vocab.units import format_bytes, plural
 
 __all__ = ["CaseResult", "ProofOutcome", "Runner", "Wave", "await_one", "check_wave", "run_wave"]
 

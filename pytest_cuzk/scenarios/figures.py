@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.units import plural
 
 __all__ = [
     "PriorityFigures",

@@ -16,7 +16,7 @@ from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import Plan, run_case
 from pytest_cuzk.run.waves import CaseResult, Runner
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["IDLE_PROOFS", "idle_p50", "measure_idle"]
 

@@ -27,7 +27,7 @@ from pytest_cuzk.scenarios.bounds import Budget, Tail
 from pytest_cuzk.scenarios.figures import PriorityFigures
 from pytest_cuzk.scenarios.idle import idle_p50, measure_idle
 from pytest_cuzk.scenarios.search import SEED
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["Priority"]
 

@@ -22,7 +22,7 @@ from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.sinks.view import config_info
 from pytest_cuzk.verdicts.baseline import compared_with
 from pytest_cuzk.verdicts.gates import compared
-from pytest_cuzk.wire.units import format_bytes, plural, rough_duration
+from pytest_cuzk.vocab.units import format_bytes, plural, rough_duration
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend

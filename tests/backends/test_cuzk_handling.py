@@ -28,7 +28,7 @@ from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.data.manifest import load_manifest
 from pytest_cuzk.refengine.gendata import generate
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 HANGS = "[ref.faults]\nhang_at_proof = 1\n"
 

@@ -38,7 +38,7 @@ from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.gendata import generate
-from pytest_cuzk.wire.redact import MASK
+from pytest_cuzk.vocab.redact import MASK
 
 if sys.version_info >= (3, 11):
     import tomllib

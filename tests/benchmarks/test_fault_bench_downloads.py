@@ -26,7 +26,7 @@ from support import log_line, timed_ensure
 from pytest_cuzk.core.errors import DataUnavailable
 from pytest_cuzk.data.manifest import load_manifest
 from pytest_cuzk.data.store import DataStore
-from pytest_cuzk.wire.vanilla import largest_file
+from pytest_cuzk.vocab.vanilla import largest_file
 
 if sys.version_info >= (3, 11):
     pass

@@ -15,7 +15,7 @@ import pytest
 from engine_support import Daemon, RefData, write_config
 from fuzzing import fuzz
 
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 ROUNDS, PER_ROUND, ROUND_SECONDS = 4, 5_000, 60.0
 

@@ -36,7 +36,7 @@ from pytest_cuzk.daemon.client import (
 )
 from pytest_cuzk.daemon.errormap import ERROR_CLASSES
 from pytest_cuzk.proto import pb, pb_grpc
-from pytest_cuzk.wire.addresses import Address, parse_address
+from pytest_cuzk.vocab.addresses import Address, parse_address
 
 MiB = 1024 * 1024
 HANG_S = 10.0  # how long "sleep-*" jobs block unless the server shuts down first

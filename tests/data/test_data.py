@@ -25,7 +25,7 @@ from pytest_cuzk.data import store as datastore
 from pytest_cuzk.data.manifest import Manifest, load_manifest
 from pytest_cuzk.data.store import DataStore
 from pytest_cuzk.data.testdata import DEFAULT_MANIFEST
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 # A whole C1 output wrapper (about 1 MB): a download that no sha256 pins must parse as one.
 PAYLOAD = c1_wrapper(1, 750_000)
@@ -725,7 +725,7 @@ def test_a_close_delimited_body_longer_than_the_manifest_size_stops_there_and_na
 @pytest.mark.parametrize("announced", [True, False])
 def test_a_body_larger_than_any_request_is_refused_once_and_not_kept(tmp_path, server, store, announced):
     """No size in the manifest: the bound is the largest request cuzk accepts (128 MiB for a C1 file)."""
-    from pytest_cuzk.wire.vanilla import largest_file
+    from pytest_cuzk.vocab.vanilla import largest_file
 
     limit = largest_file("porep")
     manifest = porep_manifest(tmp_path, server.add_huge("/c1.json", limit + (1 << 20)), sha256=None)
@@ -790,7 +790,7 @@ SHAPE = "StackedDrg32GiBV1"
     ],
 )  # fmt: skip
 def test_a_file_is_held_to_its_kinds_real_format(kind, raw, problem):
-    from pytest_cuzk.wire.vanilla import format_problem, shape_problem
+    from pytest_cuzk.vocab.vanilla import format_problem, shape_problem
 
     found = format_problem(kind, raw)
     assert (found is None) if problem is None else (problem in (found or "")), found

@@ -24,7 +24,7 @@ from pytest_cuzk.backends.owner import socket_owner
 
 # Imported before the in-process runs: requests imported inside one would not match itself after it.
 from pytest_cuzk.daemon import statuspoll  # noqa: F401
-from pytest_cuzk.wire.addresses import parse_address
+from pytest_cuzk.vocab.addresses import parse_address
 
 # importlib mode: the inner test_prove must not collide with the suite module of the same name
 WINNING = (

@@ -7,7 +7,7 @@ from support import PROVE_SOURCE, SCENARIOS_SOURCE
 
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.run.cases import Case, case_params
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 COLLECT = ("--collect-only", "-q")
 

@@ -26,7 +26,7 @@ from pytest_cuzk.run.casefigures import case_figures, case_samples
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import SAVED_PRECISION, Plan, run_case, stability, stable
 from pytest_cuzk.run.waves import CaseResult, Runner
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 WINNING = KINDS["winning"]
 ONE = Case("local", WINNING, 1, 1)

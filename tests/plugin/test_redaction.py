@@ -21,7 +21,7 @@ from httpserver import FileServer
 from support import PROVE_SOURCE
 
 from pytest_cuzk.refengine.gendata import generate
-from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.vocab.redact import redact
 
 if sys.version_info >= (3, 11):
     import tomllib

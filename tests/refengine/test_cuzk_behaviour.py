@@ -16,7 +16,7 @@ from pytest_cuzk.proto import pb, pb_grpc
 from pytest_cuzk.refengine.config import Faults
 from pytest_cuzk.refengine.server import MAX_MESSAGE_BYTES
 from pytest_cuzk.refengine.verify import verify_proof
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 

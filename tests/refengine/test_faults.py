@@ -15,7 +15,7 @@ from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine import faults
 from pytest_cuzk.refengine.config import Faults
 from pytest_cuzk.refengine.verify import verify_proof
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 # Byte offset of the first challenge's leaf (its least significant byte) in a vanilla blob.

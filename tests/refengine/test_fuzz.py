@@ -10,7 +10,7 @@ from fuzzing import fuzz
 
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 
 def test_fuzzed_requests_get_clean_errors_and_the_daemon_keeps_proving(

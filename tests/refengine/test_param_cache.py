@@ -19,7 +19,7 @@ from pytest_cuzk.refengine.param_cache import ParamCacheError
 from pytest_cuzk.refengine.pce import load_pce, write_pce
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.r1cs import ConstraintSystem
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 WINNING = KINDS["winning"]
 

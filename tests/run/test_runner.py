@@ -16,7 +16,7 @@ from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import Plan, run_case
 from pytest_cuzk.run.waves import CaseResult, Runner
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 WINNING = KINDS["winning"]
 

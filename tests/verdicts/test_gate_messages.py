@@ -15,7 +15,7 @@ from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.waves import CaseResult
 from pytest_cuzk.verdicts.abgate import check_ab
 from pytest_cuzk.verdicts.gates import check_gates
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 STRICT = ("--cuzk-compare-fail=throughput:5%", "--cuzk-compare-unresolved=fail")
 FAILED_UNDECIDED = "; failed (--cuzk-compare-unresolved=fail)"

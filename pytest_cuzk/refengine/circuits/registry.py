@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.circuits import Preset, c1, porep, post, snap
 from pytest_cuzk.refengine.r1cs import WitnessCS
-from pytest_cuzk.wire.kinds import KINDS, ProofKindInfo
+from pytest_cuzk.vocab.kinds import KINDS, ProofKindInfo
 
 __all__ = ["CIRCUITS", "KNOWN_UNSUPPORTED", "CircuitDef", "Inputs", "circuit_for"]
 
