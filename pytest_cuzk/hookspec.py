@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.run.cases import Case
     from pytest_cuzk.run.waves import CaseResult
-    from pytest_cuzk.scenarios.figures import ScenarioFigures
+    from pytest_cuzk.scenarios.records import ScenarioFigures
 
 hookspec = pytest.hookspec  # keep pluggy's marker under one name
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.ledger import MetricLedger
-    from pytest_cuzk.scenarios.figures import ScenarioFigures
+    from pytest_cuzk.scenarios.records import ScenarioFigures
     from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["CuzkSession"]
@@ -321,7 +321,7 @@ class CuzkSession:
 
                     self.rows.append(Figures.from_dict(value))
                 else:
-                    from pytest_cuzk.scenarios.figures import scenario_from_dict
+                    from pytest_cuzk.scenarios.records import scenario_from_dict
 
                     self.scenarios.append(scenario_from_dict(value))
                 if getattr(report, "wasxfail", None):

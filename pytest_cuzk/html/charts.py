@@ -20,7 +20,7 @@ from matplotlib.ticker import MaxNLocator
 from pytest_cuzk.backends.protocol import ColdStart
 from pytest_cuzk.measure.figures import METRICS, Samples
 from pytest_cuzk.measure.memory import MemoryReport
-from pytest_cuzk.scenarios.figures import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
+from pytest_cuzk.scenarios.records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 from pytest_cuzk.sinks.plots import memory_figure
 
 __all__ = [

@@ -45,8 +45,8 @@ from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, worse_interval
 from pytest_cuzk.measure.paired import BASELINE, CANDIDATE, PairedAB
-from pytest_cuzk.run.casefigures import case_figures, case_samples
 from pytest_cuzk.run.plan import Measurement, Plan, PlanDone, drive
+from pytest_cuzk.run.tally import case_figures, case_samples
 from pytest_cuzk.run.waves import CaseResult, Wave
 from pytest_cuzk.vocab.units import plural
 

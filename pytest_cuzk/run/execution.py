@@ -25,9 +25,9 @@ from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.core.outcome import first_line
 from pytest_cuzk.daemon.client import ProvingClient
-from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import CaseClock, Plan, run_case
+from pytest_cuzk.run.tally import case_figures
 from pytest_cuzk.run.timeplan import PLUGIN, RunPlan
 from pytest_cuzk.run.waves import CaseResult, Runner
 from pytest_cuzk.vocab.kinds import ProofKindInfo

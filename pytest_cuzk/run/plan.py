@@ -44,8 +44,8 @@ from pytest_cuzk.core.compat import benchmark_whole
 from pytest_cuzk.core.progress import StatusLine
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS
-from pytest_cuzk.run.casefigures import case_samples
 from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.tally import case_samples
 from pytest_cuzk.run.waves import CaseResult, Runner, Wave, check_wave, run_wave
 from pytest_cuzk.vocab.units import plural, rough_duration
 

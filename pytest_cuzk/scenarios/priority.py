@@ -24,8 +24,8 @@ from pytest_cuzk.run.execution import Running
 from pytest_cuzk.run.waves import ProofOutcome, Runner, Wave, check_wave, run_wave
 from pytest_cuzk.scenarios.background import Background
 from pytest_cuzk.scenarios.bounds import Budget, Tail
-from pytest_cuzk.scenarios.figures import PriorityFigures
 from pytest_cuzk.scenarios.idle import idle_p50, measure_idle
+from pytest_cuzk.scenarios.records import PriorityFigures
 from pytest_cuzk.scenarios.search import SEED
 from pytest_cuzk.vocab.kinds import ProofKindInfo
 

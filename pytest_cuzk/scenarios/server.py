@@ -21,8 +21,8 @@ from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
 from pytest_cuzk.run.waves import ProofOutcome, Wave, check_wave, run_wave
 from pytest_cuzk.scenarios.bounds import Budget, Tail
-from pytest_cuzk.scenarios.figures import RateStep, ServerFigures
 from pytest_cuzk.scenarios.idle import idle_p50, measure_idle
+from pytest_cuzk.scenarios.records import RateStep, ServerFigures
 from pytest_cuzk.scenarios.search import RateSearch, arrival_offsets
 
 __all__ = ["STEPS_PER_BUDGET", "Server"]

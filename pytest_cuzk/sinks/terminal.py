@@ -27,7 +27,7 @@ from pytest_cuzk.vocab.units import format_bytes, plural, rough_duration
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend
     from pytest_cuzk.measure.ledger import MetricValues
-    from pytest_cuzk.scenarios.figures import ScenarioFigures
+    from pytest_cuzk.scenarios.records import ScenarioFigures
     from pytest_cuzk.sinks.view import RunView
 
 __all__ = ["compare_lines", "header_lines", "metric_deltas", "scenario_lines", "stage_line", "summary_lines"]

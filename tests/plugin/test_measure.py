@@ -22,9 +22,9 @@ from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.data.testdata import TestData
 from pytest_cuzk.measure import stats
 from pytest_cuzk.proto import pb
-from pytest_cuzk.run.casefigures import case_figures, case_samples
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import SAVED_PRECISION, Plan, run_case, stability, stable
+from pytest_cuzk.run.tally import case_figures, case_samples
 from pytest_cuzk.run.waves import CaseResult, Runner
 from pytest_cuzk.vocab.kinds import KINDS
 

@@ -12,9 +12,9 @@ from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.core.errors import DaemonExited, DaemonHung
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.data.testdata import TestData
-from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import Plan, run_case
+from pytest_cuzk.run.tally import case_figures
 from pytest_cuzk.run.waves import CaseResult, Runner
 from pytest_cuzk.vocab.kinds import KINDS
 

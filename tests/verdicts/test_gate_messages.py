@@ -10,8 +10,8 @@ from pytest_cuzk.config.values import COMPARE_METRICS
 from pytest_cuzk.measure.figures import METRICS, Figures, regression
 from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.measure.paired import PairedAB
-from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.tally import case_figures
 from pytest_cuzk.run.waves import CaseResult
 from pytest_cuzk.verdicts.abgate import check_ab
 from pytest_cuzk.verdicts.gates import check_gates
