@@ -115,7 +115,7 @@ def pytest_cuzk_generate_extra_info(item: pytest.Item, figures: Figures) -> dict
     return figures.to_dict()
 
 
-# --- fixtures (their work is in handles.py) -------------------------------------------------------
+# --- fixtures (their work is in fixtures.py) -------------------------------------------------------
 @pytest.fixture(scope="session")
 def cuzk_session(pytestconfig: pytest.Config) -> CuzkSession:
     """The run's pytest-cuzk session: settings, daemons, data."""

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend
     from pytest_cuzk.backends.readiness import Readiness
     from pytest_cuzk.config.settings import Settings
-    from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.core.progress import ProgressLine
     from pytest_cuzk.daemon.client import ProvingClient
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
@@ -67,7 +67,7 @@ class CuzkSession:
         self._data: dict[Path | None, TestData] = {}
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
-        self._status: StatusLine | None = None
+        self._progress: ProgressLine | None = None
         self.interrupts = Interrupts(self.workspace.cleanup)  # installed when the session is registered
 
     @property
@@ -122,7 +122,7 @@ class CuzkSession:
 
         manifest = backend.profile().manifest()
         if manifest not in self._data:
-            self._data[manifest] = TestData(self.settings, manifest, self.status)
+            self._data[manifest] = TestData(self.settings, manifest, self.progress)
         return self._data[manifest]
 
     def data_sets(self) -> list[TestData]:
@@ -133,7 +133,7 @@ class CuzkSession:
         if self._readiness is None:
             from pytest_cuzk.backends.readiness import Readiness
 
-            self._readiness = Readiness(self.settings, lambda b, k: self.data(b).request(k), self.status)
+            self._readiness = Readiness(self.settings, lambda b, k: self.data(b).request(k), self.progress)
         return self._readiness
 
     @property
@@ -166,17 +166,17 @@ class CuzkSession:
         backend = self.started(label, batch_size)
         self.readiness(backend, self.wanted_kinds(backend, kinds), backend.state.cold[-1])
         if (timeplan := self.config.pluginmanager.get_plugin("cuzk_timeplan")) is not None:  # RunPlan
-            timeplan.learn(backend.state.cold[-1], batch_size, self.status.say)
+            timeplan.learn(backend.state.cold[-1], batch_size, self.progress.say)
         return backend
 
     @property
-    def status(self) -> StatusLine:
+    def progress(self) -> ProgressLine:
         """The live line every wait shows on the terminal, written past pytest's capture."""
-        if self._status is None:
-            from pytest_cuzk.core.progress import StatusLine
+        if self._progress is None:
+            from pytest_cuzk.core.progress import ProgressLine
 
-            self._status = StatusLine(self._terminal)
-        return self._status
+            self._progress = ProgressLine(self._terminal)
+        return self._progress
 
     @contextlib.contextmanager
     def _terminal(self) -> Iterator[IO[str]]:

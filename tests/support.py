@@ -96,7 +96,7 @@ def ref_daemons(tmp_path: Path, params: Path, count: int = 1, config: str = "") 
         yield RefDaemons(addresses, data / "manifest.toml", params, procs)
     finally:
         for proc in procs:
-            proc.terminate()  # SIGTERM: stops either personality
+            proc.terminate()  # SIGTERM: stops either behaviour
             proc.wait(10)
 
 
@@ -178,11 +178,11 @@ def gate_verdict(code: int, out: str) -> str:
 
 
 def log_line(out: io.StringIO | None = None) -> Any:
-    """A status line as a CI log shows it (no TTY), written to ``out`` (else nowhere)."""
-    from pytest_cuzk.core.progress import StatusLine
+    """A progress line as a CI log shows it (no TTY), written to ``out`` (else nowhere)."""
+    from pytest_cuzk.core.progress import ProgressLine
 
     sink = out if out is not None else io.StringIO()
-    return StatusLine(lambda: contextlib.nullcontext(sink), tty=False)
+    return ProgressLine(lambda: contextlib.nullcontext(sink), tty=False)
 
 
 def timed_ensure(cache: str, manifest_path: str, deadline_s: float, barrier: Any, results: Any) -> None:
@@ -192,7 +192,7 @@ def timed_ensure(cache: str, manifest_path: str, deadline_s: float, barrier: Any
     from pytest_cuzk.data.store import DataStore
 
     manifest = load_manifest(Path(manifest_path))
-    store = DataStore(Path(cache), status=log_line(), deadline_s=deadline_s)
+    store = DataStore(Path(cache), progress=log_line(), deadline_s=deadline_s)
     barrier.wait(timeout=60)
     started = time.monotonic()
     try:

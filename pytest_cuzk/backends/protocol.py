@@ -24,7 +24,7 @@ from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
     from pytest_cuzk.config.slo import Slo
-    from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.core.progress import ProgressLine
     from pytest_cuzk.proto import pb
     from pytest_cuzk.results.rows import HostRecord
 
@@ -158,9 +158,9 @@ class EngineProfile(Protocol):
 
 
 class Prepare(Protocol):
-    """The readiness chain, as a backend that restarts its daemon runs it; ``status`` shows its waits."""
+    """The readiness chain, as a backend that restarts its daemon runs it; ``progress`` shows its waits."""
 
-    status: StatusLine
+    progress: ProgressLine
 
     def __call__(self, backend: DaemonBackend, kinds: Sequence[ProofKindInfo], cold: ColdStart) -> None: ...
 

@@ -27,7 +27,7 @@ from pytest_cuzk.config.options import REF_PRESETS
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.core.errors import CuzkError, DataDirUnwritable
-from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.core.progress import ProgressLine
 from pytest_cuzk.proto import pb
 from pytest_cuzk.vocab.daemonconfig import DaemonConfig, config_record
 from pytest_cuzk.vocab.kinds import ProofKindInfo
@@ -117,7 +117,7 @@ class RefProfile:
         return self.param_cache
 
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
-        """Behaving as cuzk it has cuzk's bugs; the protocol personality has none."""
+        """Behaving as cuzk it has cuzk's bugs; the protocol behaviour has none."""
         if self.behave == "protocol":
             return None
         return known_issue(CUZK_KNOWN_ISSUES, kind, batch_size, errors)
@@ -187,21 +187,21 @@ class ReferenceEngine(SpawnedDaemon):
         return self.settings.param_cache or self.settings.data_dir / f"ref-params-{self.preset}"
 
     def behave(self) -> str:
-        """The personality the base config asks for (``[ref] behave``; cuzk-ref's default is cuzk)."""
+        """The behaviour the base config asks for (``[ref] behave``; cuzk-ref's default is cuzk)."""
         return str(daemon_config(self.settings.config, {}).get("ref", {}).get("behave", "cuzk"))
 
     def pce_rule(self) -> PceRule | None:
         """Behaving as cuzk it extracts the PCE again after every start: only a file written since counts.
 
-        In the protocol personality it reuses its PCE file across starts: any complete file counts.
+        In the protocol behaviour it reuses its PCE file across starts: any complete file counts.
         """
         if self.behave() == "protocol":
             return PceRule(self.param_cache())
         return super().pce_rule()
 
-    def _start(self, batch_size: int, cold: ColdStart, status: StatusLine, lowmem: bool) -> None:
+    def _start(self, batch_size: int, cold: ColdStart, progress: ProgressLine, lowmem: bool) -> None:
         """Start it, then ask which prover it chose: only the running engine knows if a GPU is usable."""
-        super()._start(batch_size, cold, status, lowmem)
+        super()._start(batch_size, cold, progress, lowmem)
         self.prover = (ref_labels(self.address) or {}).get("prover", self.prover)
 
     def profile(self) -> EngineProfile:

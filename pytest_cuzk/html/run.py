@@ -60,7 +60,7 @@ class RunReport:
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
         """Send the case's proof latencies with its figures (the latency chart's points)."""
-        proofs = [[round(p.wall_s, 4), p.ok] for p in result.proofs[:MAX_PROOFS]]
+        proofs = [[round(p.latency_s, 4), p.ok] for p in result.proofs[:MAX_PROOFS]]
         item.stash.setdefault(FINISHED_KEY, {})[transport.PROOFS] = proofs
 
     # --- on the controller ---------------------------------------------------------------------

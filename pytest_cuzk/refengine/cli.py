@@ -4,7 +4,7 @@
 ``cuzk-ref gen-data DIR [--preset P] [--seed N] [--sectors N]`` writes test data for all four kinds.
 Behaving as cuzk (the default), a first SIGINT stops the workers but not the server (later
 ones are ignored), SIGTERM kills it, and on TCP the ready line comes before the bind. In the
-protocol personality SIGTERM and SIGINT both stop it cleanly (queued jobs cancelled, the
+protocol behaviour SIGTERM and SIGINT both stop it cleanly (queued jobs cancelled, the
 server stopped, exit code 0) and the ready line comes after the bind.
 """
 

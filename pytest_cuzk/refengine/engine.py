@@ -7,7 +7,7 @@ GIL) of the current one. With ``pipeline.enabled = false`` each job is synthesis
 before the next starts. At real speed (``realspeed``) each stage is paced as real cuzk's. Every
 proof is verified before it is answered (as cuzk does for PoRep): one that does not verify is
 FAILED. What a client observes that differs between cuzk and the proto (timings, SnapDeals
-batches, cancel, a hung proof) is asked of the personality (``behave``). Jobs and their results
+batches, cancel, a hung proof) is asked of the behaviour (``behave``). Jobs and their results
 live in a ``JobStore`` (``jobs``), which shares the engine's lock.
 """
 

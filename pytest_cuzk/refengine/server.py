@@ -4,7 +4,7 @@ gRPC codes and messages are cuzk's (INVALID_ARGUMENT "invalid proof_kind: N" and
 "missing submit field", NOT_FOUND "job not found: <id>", INTERNAL "unknown circuit ID: X");
 ids echoed into an error are clipped, so that a huge one cannot push the answer's metadata
 past a client's limit. Where cuzk falls short of the proto (AwaitProof timeouts,
-CancelProof, EvictSRS, GetStatus, the message-size error) the engine's personality
+CancelProof, EvictSRS, GetStatus, the message-size error) the engine's behaviour
 answers. Message limits are cuzk's 128 MiB.
 """
 
@@ -43,7 +43,7 @@ class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
         self.engine = engine
 
     def _accept(self, request: Any, context: grpc.ServicerContext) -> None:
-        """Refuse an oversized request as the personality's server does (cuzk: tonic's OUT_OF_RANGE)."""
+        """Refuse an oversized request as the behaviour's server does (cuzk: tonic's OUT_OF_RANGE)."""
         message = self.engine.behave.oversize(request.ByteSize())
         if message is not None:
             context.abort(grpc.StatusCode.OUT_OF_RANGE, message)

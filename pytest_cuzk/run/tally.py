@@ -36,7 +36,7 @@ def case_samples(result: CaseResult) -> Samples:
     ok = result.ok
     synth, gpu = _partitions(result)
     return Samples(
-        latency_s=tuple(round(p.wall_s, 4) for p in ok),
+        latency_s=tuple(round(p.latency_s, 4) for p in ok),
         queue_wait_ms=tuple(p.queue_wait_ms for p in ok),
         synthesis_ms=tuple(p.synthesis_ms for p in ok),
         gpu_compute_ms=tuple(p.gpu_compute_ms for p in ok),

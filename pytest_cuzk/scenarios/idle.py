@@ -32,5 +32,5 @@ def measure_idle(runner: Runner, case: Case, kind: ProofKindInfo, settings: Sett
 
 def idle_p50(result: CaseResult) -> float | None:
     """The median latency of the idle proofs that completed."""
-    ok = [p.wall_s for p in result.ok]
+    ok = [p.latency_s for p in result.ok]
     return round(float(np.median(ok)), 4) if ok else None

@@ -38,7 +38,7 @@ def _download(tmp: Path, url: str, extra: str = "", **store: float) -> tuple[str
     (tmp / "m").mkdir(parents=True, exist_ok=True)
     (tmp / "m" / "manifest.toml").write_text(f'[kinds.porep]\nfile = "c1.json"\nurl = "{url}"\n{extra}')
     manifest = load_manifest(tmp / "m" / "manifest.toml")
-    data = DataStore(tmp / "cache", status=log_line(), **store)  # type: ignore[arg-type]
+    data = DataStore(tmp / "cache", progress=log_line(), **store)  # type: ignore[arg-type]
     started = time.monotonic()
     try:
         body = data.ensure(manifest.entries["porep"][0], manifest).read_bytes()

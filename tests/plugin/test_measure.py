@@ -84,7 +84,7 @@ def test_a_steady_daemon_stops_once_three_windows_agree(daemon, pytester):
     assert stable(windows, 25.0)
 
     def latencies(k: int) -> list[float]:
-        return [r.wall_s for window in windows[:k] for wave in window for r in wave.records if r.ok]
+        return [r.latency_s for window in windows[:k] for wave in window for r in wave.records if r.ok]
 
     assert not any(stability(windows[:k], latencies(k), 25.0)[0] for k in range(3, result.windows)), (
         "it stops at the first agreement over proofs that do not drift"
@@ -189,7 +189,7 @@ def test_figures_carry_percentiles_an_interval_and_say_why_one_is_missing(daemon
     low, high = f.throughput_proofs_per_hour_ci or (0, 0)
     assert low < f.throughput_proofs_per_hour < high
     assert f.throughput_cv is not None and f.latency_cv is not None
-    assert sorted(f.samples.latency_s) == sorted(round(p.wall_s, 4) for p in result.ok)
+    assert sorted(f.samples.latency_s) == sorted(round(p.latency_s, 4) for p in result.ok)
 
 
 def test_each_wave_is_one_benchmark_round_and_the_json_keeps_every_proof(fake_run, tmp_path):

@@ -1,4 +1,4 @@
-"""The cuzk personality (the default) over gRPC: what a client sees of cuzk where it fails the proto."""
+"""The cuzk behaviour (the default) over gRPC: what a client sees of cuzk where it fails the proto."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The param cache: PCE files by personality, tied to their circuit; a full, file or read-only cache."""
+"""The param cache: PCE files by behaviour, tied to their circuit; a full, file or read-only cache."""
 
 from __future__ import annotations
 
