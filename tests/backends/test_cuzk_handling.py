@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_support import copy_params, fill, tmpfs
-from support import PROVE_SOURCE, ref_daemons
+from helpers.engine_support import copy_params, fill, tmpfs
+from helpers.support import PROVE_SOURCE, ref_daemons
 
 from pytest_cuzk.backends.process import DaemonProcess, daemon_config, listen_address
 from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile

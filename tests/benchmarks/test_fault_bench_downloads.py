@@ -19,9 +19,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from faultbench import NEW, OLD, files_in, row
-from httpserver import FileServer
-from support import log_line, timed_ensure
+from helpers.faultbench import NEW, OLD, files_in, row
+from helpers.httpserver import FileServer
+from helpers.support import log_line, timed_ensure
 
 from pytest_cuzk.core.errors import DataUnavailable
 from pytest_cuzk.data.manifest import load_manifest

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from engine_support import Daemon, RefData, write_config
-from fuzzing import fuzz
+from helpers.engine_support import Daemon, RefData, write_config
+from helpers.fuzzing import fuzz
 
 from pytest_cuzk.vocab.kinds import KINDS
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from engine_support import FP
+from helpers.engine_support import FP
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from pytest_cuzk.core.errors import ProofStructureError

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from engine_support import tmpfs
-from httpserver import FileServer
-from support import c1_wrapper, log_line, timed_ensure
+from helpers.engine_support import tmpfs
+from helpers.httpserver import FileServer
+from helpers.support import c1_wrapper, log_line, timed_ensure
 
 from pytest_cuzk.core import progress
 from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable, ManifestError

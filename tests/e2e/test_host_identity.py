@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from support import PROVE_SOURCE
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.config.options import renamed
 from pytest_cuzk.config.settings import resolve_settings

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support import SCENARIOS_SOURCE
+from helpers.support import SCENARIOS_SOURCE
 
 FILES = {"test_scenarios": SCENARIOS_SOURCE}
 SHORT = (

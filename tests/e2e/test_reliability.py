@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import PROVE_SOURCE, process_gone
+from helpers.support import PROVE_SOURCE, process_gone
 
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
 

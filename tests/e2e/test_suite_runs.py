@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import SUITE
+from helpers.support import SUITE
 
 SUITE_FILES = {
     "test_prove": (SUITE / "test_prove.py").read_text(),

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pg
 import pytest
+from helpers import pg
 
 from pytest_cuzk.fleet.cli import main
 from pytest_cuzk.results.database import ResultsDB

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import browser as chromium
-import pg
 import pytest
-from support import PROVE_SOURCE
+from helpers import browser as chromium
+from helpers import pg
+from helpers.support import PROVE_SOURCE
 from test_perf import FLEET, RTX, store
 
 from pytest_cuzk.config.settings import OPTIONS

@@ -30,8 +30,8 @@ import statistics
 from collections.abc import Iterable
 from pathlib import Path
 
-import pg
 import pytest
+from helpers import pg
 from test_perf import body
 
 from pytest_cuzk.fleet import example

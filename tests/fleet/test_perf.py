@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pg
 import pytest
+from helpers import pg
 
 from pytest_cuzk.fleet.cli import main, parse_fail, parse_percent
 from pytest_cuzk.results.database import ResultsDB

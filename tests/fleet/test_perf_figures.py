@@ -10,9 +10,9 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-import pg
 import pytest
-from htmltables import tables
+from helpers import pg
+from helpers.htmltables import tables
 from test_perf import GIB, T0, body, cells, perf, samples
 
 from pytest_cuzk.fleet.cli import main

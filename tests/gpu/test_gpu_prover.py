@@ -12,7 +12,7 @@ from array import array
 
 import numpy as np
 import pytest
-from engine_support import distinct_points
+from helpers.engine_support import distinct_points
 from py_arkworks_bls12381 import Scalar
 
 from pytest_cuzk.proto import pb

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pynvml
 import pytest
-from fakenvml import FakeNvml
+from helpers.fakenvml import FakeNvml
 
 from pytest_cuzk.host import nvml
 from pytest_cuzk.host.info import GpuInfo, binary_sha256, daemon_identity, host_info

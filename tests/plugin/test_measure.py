@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fakenvml import FakeNvml
-from support import PROVE_SOURCE
+from helpers.fakenvml import FakeNvml
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
 from pytest_cuzk.config.settings import resolve_settings
@@ -23,7 +23,7 @@ from pytest_cuzk.data.testdata import TestData
 from pytest_cuzk.measure import stats
 from pytest_cuzk.proto import pb
 from pytest_cuzk.run.cases import Case
-from pytest_cuzk.run.plan import SAVED_PRECISION, Plan, run_case, stability, stable
+from pytest_cuzk.run.plan import Plan, run_case, stability, stable
 from pytest_cuzk.run.tally import case_figures, case_samples
 from pytest_cuzk.run.waves import CaseResult, Runner
 from pytest_cuzk.vocab.kinds import KINDS
@@ -247,13 +247,3 @@ def test_a_one_gpu_host_shows_its_gpus_utilisation_and_clock_and_no_idle_warning
         ["  GPU 0 NVIDIA H200: VRAM peak 2.00 GiB, utilisation 87%, SM clock 1980 MHz"]
     )
     assert "sat idle" not in result.stdout.str(), "a GPU that worked raises no idle warning"
-
-
-def test_a_saved_run_is_measured_as_precisely_as_a_gated_one(pytester):
-    settings = resolve_settings(pytester.parseconfig())
-    assert Plan.of(settings).precision == ()
-    assert Plan.of(settings, saving=True).precision == SAVED_PRECISION
-    assert (("throughput", pytest.approx(5 / 3)),) == SAVED_PRECISION
-    gated = resolve_settings(pytester.parseconfig("--cuzk-compare-fail=p50:8%,rss_peak:10%"))
-    # the gate's own, peaks unsampled
-    assert Plan.of(gated, saving=True).precision == (("p50", pytest.approx(8 / 3)),)

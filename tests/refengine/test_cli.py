@@ -16,7 +16,7 @@ from pathlib import Path
 import grpc
 import psutil
 import pytest
-from engine_support import (
+from helpers.engine_support import (
     Daemon,
     RefData,
     connect,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from engine_support import RefData, Running, wait_for_status, wait_until_none_queued
+from helpers.engine_support import RefData, Running, wait_for_status, wait_until_none_queued
 from test_server import nvml_gpu_count as gpus_here
 
 from pytest_cuzk.proto import pb, pb_grpc

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from engine_support import RefData, Running
+from helpers.engine_support import RefData, Running
 
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from engine_support import Daemon, RefData, connect, write_config
-from fuzzing import fuzz
+from helpers.engine_support import Daemon, RefData, connect, write_config
+from helpers.fuzzing import fuzz
 
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from engine_support import RefData, copy_params, fill, tmpfs
+from helpers.engine_support import RefData, copy_params, fill, tmpfs
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine import keyfile

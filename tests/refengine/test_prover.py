@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from engine_support import copy_params, set_fields
+from helpers.engine_support import copy_params, set_fields
 
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata

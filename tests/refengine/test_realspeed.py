@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from engine_support import RefData, Running
+from helpers.engine_support import RefData, Running
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import REAL_SPEEDS, ConfigError, Faults, parse_config

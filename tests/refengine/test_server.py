@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 import requests
-from engine_support import RefData, Running
+from helpers.engine_support import RefData, Running
 from prometheus_client.parser import text_string_to_metric_families
 
 from pytest_cuzk.proto import pb

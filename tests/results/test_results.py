@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pg
 import pytest
 import sqlalchemy as sa
+from helpers import pg
 
 from pytest_cuzk.results.database import (
     SCHEMA_VERSION,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support import QUIET_MEMORY
+from helpers.support import QUIET_MEMORY
 
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.config.values import COMPARE_METRICS

@@ -228,7 +228,7 @@ def test_the_checkouts_ini_leaves_a_main_jobs_warnings_as_warnings():
 
     An ``error`` filter there turned the plugin's CuzkWarnings (its spread notes) into failed tests.
     """
-    ini = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["tool"]["pytest"]
+    ini = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["tool"]["pytest"]
     assert "filterwarnings" not in ini["ini_options"], "set it per test in tests/conftest.py instead"
 
 

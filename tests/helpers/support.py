@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
-SUITE = Path(__file__).resolve().parents[1] / "pytest_cuzk" / "suite"
+SUITE = Path(__file__).resolve().parents[2] / "pytest_cuzk" / "suite"
 PROVE_SOURCE = (SUITE / "test_prove.py").read_text()
 SCENARIOS_SOURCE = (SUITE / "test_scenarios.py").read_text()
 # Inner runs measure exactly two proofs a case unless a test asks for more (both flags: the

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-from support import c1_wrapper
 
+from helpers.support import c1_wrapper
 from pytest_cuzk.core.outcome import first_line
 
 OLD, NEW = c1_wrapper(1, 600_000), c1_wrapper(2, 700_000)  # two versions of one upstream file
