@@ -154,7 +154,7 @@ class RefProver:
         circuit = circuit_for(circuit_id)
         path = self.params_path(circuit_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Daemons sharing a param cache (a fleet on one host, xdist workers) set up once.
+        # Daemons sharing a param cache (several on one host, xdist workers) set up once.
         with self._circuit_lock(circuit_id), FileLock(f"{path}.lock"):
             if self._params_current(circuit_id):
                 return

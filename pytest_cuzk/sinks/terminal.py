@@ -234,7 +234,7 @@ def scenario_lines(scenarios: Sequence[ScenarioFigures]) -> list[str]:
 
 
 def _daemon_lines(daemons: Iterable[DaemonBackend]) -> list[str]:
-    """Each build once, with the daemons that run it: a fleet of one build is one line, not one per host."""
+    """Each build once, with the daemons that run it: one build on several hosts is one line."""
     builds: dict[str, list[DaemonBackend]] = {}
     for b in daemons:
         builds.setdefault(b.profile().identity(), []).append(b)
