@@ -3,7 +3,7 @@
 The benchmarks under ``tests/benchmarks`` measure and print figures (and check the targets
 they state); they take minutes, so ``pytest tests`` leaves them out unless ``--figures`` is given.
 The packaged suite (``pytest_cuzk/suite``, what ``pytest`` runs from the repository root) is run by
-``tests/test_suite_runs.py`` against both personalities of cuzk-ref, so ``pytest tests`` does not
+``tests/test_suite_runs.py`` against both behaviours of cuzk-ref, so ``pytest tests`` does not
 also run it against whatever ``--cuzk-daemon=auto`` finds.
 """
 

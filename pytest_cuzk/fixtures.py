@@ -12,7 +12,7 @@ import pytest
 from pytest_cuzk.backends.protocol import LOG_MARK_KEY
 from pytest_cuzk.core.outcome import as_outcome
 from pytest_cuzk.run.cases import item_case
-from pytest_cuzk.wire.kinds import KINDS, by_name
+from pytest_cuzk.vocab.kinds import KINDS, by_name
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend

@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_cuzk.backends.choice import DaemonChoice
+    from pytest_cuzk.backends.workspace import Workspace
     from pytest_cuzk.config.settings import Settings
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.run.cases import Case
     from pytest_cuzk.run.waves import CaseResult
-
-    from .backends.choice import DaemonChoice
-    from .backends.workspace import Workspace
-    from .scenarios.figures import ScenarioFigures
+    from pytest_cuzk.scenarios.records import ScenarioFigures
 
 hookspec = pytest.hookspec  # keep pluggy's marker under one name
 

@@ -16,23 +16,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cuzk import hookspec
 from pytest_cuzk.config.options import CASE_FIXTURES, add_options, requested, uses_cuzk
 
-from . import hookspec
-
 if TYPE_CHECKING:
+    from pytest_cuzk.backends.choice import DaemonChoice
+    from pytest_cuzk.backends.protocol import DaemonBackend
+    from pytest_cuzk.backends.workspace import Workspace
     from pytest_cuzk.config.settings import Settings
     from pytest_cuzk.daemon.client import ProvingClient
     from pytest_cuzk.fixtures import CuzkData, DaemonInfo
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.run.cases import Case
     from pytest_cuzk.run.waves import CaseResult
-
-    from .backends.choice import DaemonChoice
-    from .backends.protocol import DaemonBackend
-    from .backends.workspace import Workspace
-    from .scenarios.execution import ScenarioExecution
-    from .session import CuzkSession
+    from pytest_cuzk.scenarios.execution import ScenarioExecution
+    from pytest_cuzk.session import CuzkSession
 
 __all__ = ["Dormant"]
 
@@ -59,13 +57,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if not requested(config):  # inert: the session waits for a cuzk test that may never come
         config.pluginmanager.register(Dormant(config), "cuzk_dormant")
         return
-    from .startup import start_session
+    from pytest_cuzk.startup import start_session
 
     start_session(config)
 
 
 def _session(config: pytest.Config) -> CuzkSession:
-    from .startup import session_of
+    from pytest_cuzk.startup import session_of
 
     return session_of(config)
 
@@ -107,7 +105,7 @@ class Dormant:
 def pytest_cuzk_make_backends(
     config: pytest.Config, settings: Settings, workspace: Workspace
 ) -> DaemonChoice:
-    from .backends.choice import choose
+    from pytest_cuzk.backends.choice import choose
 
     return choose(settings, workspace)
 
@@ -117,7 +115,7 @@ def pytest_cuzk_generate_extra_info(item: pytest.Item, figures: Figures) -> dict
     return figures.to_dict()
 
 
-# --- fixtures (their work is in handles.py) -------------------------------------------------------
+# --- fixtures (their work is in fixtures.py) -------------------------------------------------------
 @pytest.fixture(scope="session")
 def cuzk_session(pytestconfig: pytest.Config) -> CuzkSession:
     """The run's pytest-cuzk session: settings, daemons, data."""

@@ -25,21 +25,20 @@ from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.core.outcome import as_usage_error
 from pytest_cuzk.host.interrupts import Interrupts
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.units import plural
 
 if TYPE_CHECKING:
+    from pytest_cuzk.backends.choice import DaemonChoice
+    from pytest_cuzk.backends.protocol import DaemonBackend
     from pytest_cuzk.backends.readiness import Readiness
     from pytest_cuzk.config.settings import Settings
-    from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.core.progress import ProgressLine
     from pytest_cuzk.daemon.client import ProvingClient
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.ledger import MetricLedger
-
-    from .backends.choice import DaemonChoice
-    from .backends.protocol import DaemonBackend
-    from .scenarios.figures import ScenarioFigures
-    from .wire.kinds import ProofKindInfo
+    from pytest_cuzk.scenarios.records import ScenarioFigures
+    from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["CuzkSession"]
 
@@ -68,7 +67,7 @@ class CuzkSession:
         self._data: dict[Path | None, TestData] = {}
         self._readiness: Readiness | None = None
         self._ledger: MetricLedger | None = None
-        self._status: StatusLine | None = None
+        self._progress: ProgressLine | None = None
         self.interrupts = Interrupts(self.workspace.cleanup)  # installed when the session is registered
 
     @property
@@ -123,7 +122,7 @@ class CuzkSession:
 
         manifest = backend.profile().manifest()
         if manifest not in self._data:
-            self._data[manifest] = TestData(self.settings, manifest, self.status)
+            self._data[manifest] = TestData(self.settings, manifest, self.progress)
         return self._data[manifest]
 
     def data_sets(self) -> list[TestData]:
@@ -134,7 +133,7 @@ class CuzkSession:
         if self._readiness is None:
             from pytest_cuzk.backends.readiness import Readiness
 
-            self._readiness = Readiness(self.settings, lambda b, k: self.data(b).request(k), self.status)
+            self._readiness = Readiness(self.settings, lambda b, k: self.data(b).request(k), self.progress)
         return self._readiness
 
     @property
@@ -147,7 +146,7 @@ class CuzkSession:
 
     def wanted_kinds(self, backend: DaemonBackend, kinds: Sequence[str] | None = None) -> list[ProofKindInfo]:
         """The selected kinds (or ``kinds``) whose data can be had for ``backend``."""
-        from .wire.kinds import KINDS
+        from pytest_cuzk.vocab.kinds import KINDS
 
         wanted = [KINDS[k] for k in (kinds or sorted(self.selected_kinds or KINDS))]
         data = self.data(backend)
@@ -167,17 +166,17 @@ class CuzkSession:
         backend = self.started(label, batch_size)
         self.readiness(backend, self.wanted_kinds(backend, kinds), backend.state.cold[-1])
         if (timeplan := self.config.pluginmanager.get_plugin("cuzk_timeplan")) is not None:  # RunPlan
-            timeplan.learn(backend.state.cold[-1], batch_size, self.status.say)
+            timeplan.learn(backend.state.cold[-1], batch_size, self.progress.say)
         return backend
 
     @property
-    def status(self) -> StatusLine:
+    def progress(self) -> ProgressLine:
         """The live line every wait shows on the terminal, written past pytest's capture."""
-        if self._status is None:
-            from pytest_cuzk.core.progress import StatusLine
+        if self._progress is None:
+            from pytest_cuzk.core.progress import ProgressLine
 
-            self._status = StatusLine(self._terminal)
-        return self._status
+            self._progress = ProgressLine(self._terminal)
+        return self._progress
 
     @contextlib.contextmanager
     def _terminal(self) -> Iterator[IO[str]]:
@@ -249,7 +248,7 @@ class CuzkSession:
         """Under xdist, attached daemons are never shared: each worker takes one daemon's tests."""
         if not self.asked or config.getvalue("dist") != "load" or not self.choice.attached:
             return None
-        from pytest_cuzk.backends.fleet import DaemonScheduling
+        from pytest_cuzk.backends.scheduling import DaemonScheduling
 
         return DaemonScheduling(config, log, list(self.backends))
 
@@ -322,7 +321,7 @@ class CuzkSession:
 
                     self.rows.append(Figures.from_dict(value))
                 else:
-                    from pytest_cuzk.scenarios.figures import scenario_from_dict
+                    from pytest_cuzk.scenarios.records import scenario_from_dict
 
                     self.scenarios.append(scenario_from_dict(value))
                 if getattr(report, "wasxfail", None):

@@ -12,8 +12,7 @@ import pytest
 from pytest_cuzk.config.options import renamed
 from pytest_cuzk.config.settings import check_paths, resolve_settings
 from pytest_cuzk.core.outcome import as_usage_error
-
-from .session import CuzkSession
+from pytest_cuzk.session import CuzkSession
 
 __all__ = ["CUZK_SESSION", "DORMANT", "SUITE", "session_of", "start_session"]
 
@@ -66,7 +65,7 @@ def start_session(config: pytest.Config) -> None:
 
         config.pluginmanager.register(Plotter(settings.plots), "cuzk_plots")
     if settings.html:
-        from .html.run import RunReport
+        from pytest_cuzk.html.run import RunReport
 
         config.pluginmanager.register(RunReport(config, session, settings.html), "cuzk_html")
     if settings.results_db:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import Daemon, RefData, Running, connect
-from support import QUICK_PLAN, not_an_xdist_worker
+from helpers.engine_support import Daemon, RefData, Running, connect
+from helpers.support import QUICK_PLAN, not_an_xdist_worker
 
 from pytest_cuzk.refengine.config import RefConfig
 from pytest_cuzk.refengine.engine import Engine

@@ -16,7 +16,7 @@ TOP = "(top level)"
 
 # Lowest first. Keep in step with the Layout section of docs/contributing.md.
 LAYERS: list[set[str]] = [
-    {"wire"},
+    {"vocab"},
     {"host", "proto"},
     {"refengine"},
     {"core", "results"},
@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"verdicts"},
     {"sinks"},
     {"html"},
-    {"perf"},
+    {"fleet"},
     {TOP},
     {"suite"},
 ]
@@ -125,7 +125,7 @@ def test_the_room_graph_has_no_cycle():
 
 
 def test_the_reference_engine_imports_only_the_wire_host_and_proto_rooms():
-    allowed = ("pytest_cuzk.refengine", "pytest_cuzk.wire", "pytest_cuzk.host", "pytest_cuzk.proto")
+    allowed = ("pytest_cuzk.refengine", "pytest_cuzk.vocab", "pytest_cuzk.host", "pytest_cuzk.proto")
     for path in _sources("refengine"):
         ours = {m for m in _imports(path) if m.startswith("pytest_cuzk.")}
         bad = sorted(m for m in ours if not m.startswith(allowed))

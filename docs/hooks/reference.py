@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from pytest_cuzk import hookspec
 from pytest_cuzk.config.options import OPTIONS, Option
-from pytest_cuzk.perf.cli import build_parser as perf_parser
+from pytest_cuzk.fleet.cli import build_parser as perf_parser
 from pytest_cuzk.refengine.cli import _parser as ref_parser
 from pytest_cuzk.results.database import SCHEMA_VERSION, build_metadata
 

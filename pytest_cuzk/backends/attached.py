@@ -14,17 +14,25 @@ from pathlib import Path
 
 import psutil
 
+from pytest_cuzk.backends.health import probe
+from pytest_cuzk.backends.owner import socket_owner
+from pytest_cuzk.backends.process import stuck_state
+from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile
+from pytest_cuzk.backends.protocol import (
+    BackendState,
+    ColdStart,
+    DaemonLog,
+    EngineProfile,
+    Mode,
+    PceRule,
+    Prepare,
+    no_lock,
+)
 from pytest_cuzk.core.errors import CuzkError, DaemonExited, DeadlineExceeded
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.results.rows import HostRecord
-
-from ..wire.addresses import is_local, parse_address
-from ..wire.kinds import ProofKindInfo
-from .health import probe
-from .owner import socket_owner
-from .process import stuck_state
-from .profiles import CuzkProfile, detect_profile
-from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare, no_lock
+from pytest_cuzk.vocab.addresses import is_local, parse_address
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["ATTACHED_PROBE_S", "AttachedDaemon"]
 

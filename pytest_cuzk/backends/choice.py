@@ -14,13 +14,12 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_cuzk.backends.protocol import DaemonBackend, Mode
+from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.values import THIS_DAEMON, daemon_value
 from pytest_cuzk.core.errors import CuzkError
-
-from ..wire.addresses import label_from_address, parse_address
-from .protocol import DaemonBackend, Mode
-from .workspace import Workspace
+from pytest_cuzk.vocab.addresses import label_from_address, parse_address
 
 __all__ = ["AB_LABEL", "DaemonChoice", "check", "choose"]
 
@@ -121,8 +120,8 @@ def check(settings: Settings) -> None:
 
     A missing binary or a preset in two places that disagree is one line then, not a failed session.
     """
-    from .reference import ReferenceEngine
-    from .spawned import SpawnedCuzk, SpawnedDaemon
+    from pytest_cuzk.backends.reference import ReferenceEngine
+    from pytest_cuzk.backends.spawned import SpawnedCuzk, SpawnedDaemon
 
     kinds: dict[str, type[SpawnedDaemon]] = {"spawn": SpawnedCuzk, "ref": ReferenceEngine}
     sides = [settings] + ([baseline_settings(settings)] if settings.ab is not None else [])
@@ -150,7 +149,7 @@ def baseline_settings(s: Settings) -> Settings:
 
 
 def _candidates(settings: Settings, workspace: Workspace) -> DaemonChoice:
-    from .spawned import find_binary, spawn_binary
+    from pytest_cuzk.backends.spawned import find_binary, spawn_binary
 
     s = settings
     if s.attach:
@@ -168,7 +167,7 @@ def _candidates(settings: Settings, workspace: Workspace) -> DaemonChoice:
 
 
 def _attached(s: Settings, addresses: tuple[str, ...], reason: str) -> DaemonChoice:
-    from .attached import AttachedDaemon
+    from pytest_cuzk.backends.attached import AttachedDaemon
 
     backends = tuple(
         AttachedDaemon(
@@ -191,12 +190,12 @@ def _local_label(s: Settings) -> str:
 
 
 def _spawned(s: Settings, workspace: Workspace, binary: Path, reason: str) -> DaemonChoice:
-    from .spawned import SpawnedCuzk
+    from pytest_cuzk.backends.spawned import SpawnedCuzk
 
     return DaemonChoice("spawn", reason, (SpawnedCuzk(_local_label(s), s, workspace, binary),))
 
 
 def _reference(s: Settings, workspace: Workspace, reason: str) -> DaemonChoice:
-    from .reference import ReferenceEngine
+    from pytest_cuzk.backends.reference import ReferenceEngine
 
     return DaemonChoice("ref", reason, (ReferenceEngine(_local_label(s), s, workspace),))

@@ -24,15 +24,7 @@ from pathlib import Path
 import grpc
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from pytest_cuzk.config.slo import Slo
-from pytest_cuzk.core.errors import DaemonExited
-from pytest_cuzk.results.rows import HostRecord
-
-from ..proto import pb, pb_grpc
-from ..wire.daemonconfig import DaemonConfig
-from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, UnknownKind, by_circuit, by_enum
-from ..wire.vanilla import write_vanilla_proofs
-from .protocol import (
+from pytest_cuzk.backends.protocol import (
     BackendState,
     ColdStart,
     DaemonLog,
@@ -43,6 +35,13 @@ from .protocol import (
     Verifier,
     no_lock,
 )
+from pytest_cuzk.config.slo import Slo
+from pytest_cuzk.core.errors import DaemonExited
+from pytest_cuzk.proto import pb, pb_grpc
+from pytest_cuzk.results.rows import HostRecord
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig
+from pytest_cuzk.vocab.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo, UnknownKind, by_circuit, by_enum
+from pytest_cuzk.vocab.vanilla import write_vanilla_proofs
 
 __all__ = ["FakeBehaviour", "FakeDaemon", "FakeProfile", "fake_proof"]
 

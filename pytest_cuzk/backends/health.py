@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from pytest_cuzk.backends.process import process_state
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.daemon.client import ProvingClient
-
-from .process import process_state
 
 __all__ = ["probe"]
 

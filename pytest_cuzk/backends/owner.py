@@ -13,7 +13,7 @@ import struct
 
 import psutil
 
-from ..wire.addresses import Address
+from pytest_cuzk.vocab.addresses import Address
 
 __all__ = ["socket_owner"]
 

@@ -28,8 +28,7 @@ import tomli_w
 
 from pytest_cuzk.core.errors import CuzkError, DaemonExited, DaemonUnavailable, NotCuzkServer, RpcError
 from pytest_cuzk.daemon.client import ProvingClient
-
-from ..wire.units import format_bytes
+from pytest_cuzk.vocab.units import format_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib

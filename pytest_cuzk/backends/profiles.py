@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_cuzk.backends.protocol import EngineProfile, Verifier
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.daemon.client import ProvingClient
-
-from ..wire.daemonconfig import DaemonConfig
-from ..wire.kinds import ProofKindInfo
-from .protocol import EngineProfile, Verifier
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = [
     "CUZK_KNOWN_ISSUES",
@@ -140,7 +139,7 @@ def detect_profile(
         return None
     if not labels:
         return fallback
-    from .reference import RefProfile
+    from pytest_cuzk.backends.reference import RefProfile
 
     cache = labels.get("param_cache")
     return RefProfile(

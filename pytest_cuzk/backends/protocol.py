@@ -19,15 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pytest
 
-from ..wire.daemonconfig import DaemonConfig
-from ..wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
     from pytest_cuzk.config.slo import Slo
-    from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.core.progress import ProgressLine
+    from pytest_cuzk.proto import pb
     from pytest_cuzk.results.rows import HostRecord
-
-    from ..proto import pb
 
 __all__ = [
     "LOG_MARK_KEY",
@@ -159,9 +158,9 @@ class EngineProfile(Protocol):
 
 
 class Prepare(Protocol):
-    """The readiness chain, as a backend that restarts its daemon runs it; ``status`` shows its waits."""
+    """The readiness chain, as a backend that restarts its daemon runs it; ``progress`` shows its waits."""
 
-    status: StatusLine
+    progress: ProgressLine
 
     def __call__(self, backend: DaemonBackend, kinds: Sequence[ProofKindInfo], cold: ColdStart) -> None: ...
 

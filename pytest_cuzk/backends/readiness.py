@@ -19,12 +19,12 @@ from pytest_cuzk.backends import fate
 from pytest_cuzk.backends.protocol import ColdStart, DaemonBackend
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.errors import ReadinessError
-from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.core.progress import ProgressLine
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.host.proctree import ProcessTree
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["PCE_MAGIC", "Readiness", "pce_complete"]
 
@@ -52,10 +52,10 @@ def pce_complete(path: Path, newer_than: float = 0.0) -> bool:
 class Readiness:
     """Runs the chain for a daemon and the kinds a test needs, skipping kinds already ready."""
 
-    def __init__(self, settings: Settings, request: RequestFactory, status: StatusLine) -> None:
+    def __init__(self, settings: Settings, request: RequestFactory, progress: ProgressLine) -> None:
         self.settings = settings
         self.request = request
-        self.status = status
+        self.progress = progress
         self.stage = "getting ready"  # what the chain is doing, for a message if the daemon fails in it
 
     def __call__(self, backend: DaemonBackend, kinds: Sequence[ProofKindInfo], cold: ColdStart) -> None:
@@ -81,7 +81,7 @@ class Readiness:
                         t0 = time.monotonic()
                         timeout = self.settings.ready_timeout
                         self.stage = f"loading the {kind.name} SRS"
-                        with self.status.stage(f"{backend.label}: loading the {kind.name} SRS", timeout):
+                        with self.progress.stage(f"{backend.label}: loading the {kind.name} SRS", timeout):
                             client.preload_srs(kind.circuit_id, timeout)
                         cold.srs_load_s[kind.name] = time.monotonic() - t0
                         if not self.settings.skip_warmup:
@@ -94,7 +94,7 @@ class Readiness:
             raise fate.settle(backend, exc, self.stage, self.settings.probe_timeout)  # noqa: B904 (its own cause)
 
     def _watch(self, backend: DaemonBackend, call: str) -> None:
-        self.status.tick()
+        self.progress.tick()
         fate.check(backend, f"{self.stage} ({call})")
 
     def _warm_up(
@@ -102,7 +102,7 @@ class Readiness:
     ) -> None:
         t0 = time.monotonic()
         request = self.request(backend, kind)
-        with self.status.stage(f"{backend.label}: {kind.name} warm-up proof", self.settings.warmup_timeout):
+        with self.progress.stage(f"{backend.label}: {kind.name} warm-up proof", self.settings.warmup_timeout):
             result = client.prove(request, self.settings.warmup_timeout)
         cold.warmup_s[kind.name] = time.monotonic() - t0
         if not result.completed:
@@ -125,7 +125,7 @@ class Readiness:
         t1 = time.monotonic()
         self.stage = f"waiting for {pce.name}"
         deadline = t1 + self.settings.warmup_timeout
-        with self.status.stage(f"{backend.label}: waiting for {pce.name}", self.settings.warmup_timeout):
+        with self.progress.stage(f"{backend.label}: waiting for {pce.name}", self.settings.warmup_timeout):
             self._poll_pce(backend, kind, pce, fresh, deadline)
         cold.pce_s[kind.name] = time.monotonic() - t1
 
@@ -133,7 +133,7 @@ class Readiness:
         self, backend: DaemonBackend, kind: ProofKindInfo, pce: Path, fresh: float, deadline: float
     ) -> None:
         while not pce_complete(pce, fresh):
-            self.status.tick()
+            self.progress.tick()
             fate.check(backend, self.stage)
             if time.monotonic() > deadline:
                 raise ReadinessError(

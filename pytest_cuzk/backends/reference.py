@@ -17,21 +17,20 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_cuzk import __version__
+from pytest_cuzk.backends.process import daemon_config
+from pytest_cuzk.backends.profiles import CUZK_KNOWN_ISSUES, known_issue, ref_labels
+from pytest_cuzk.backends.protocol import ColdStart, EngineProfile, Mode, PceRule, Verifier
+from pytest_cuzk.backends.spawned import SpawnedDaemon
+from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.options import REF_PRESETS
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.core.errors import CuzkError, DataDirUnwritable
-from pytest_cuzk.core.progress import StatusLine
-
-from .. import __version__
-from ..proto import pb
-from ..wire.daemonconfig import DaemonConfig, config_record
-from ..wire.kinds import ProofKindInfo
-from .process import daemon_config
-from .profiles import CUZK_KNOWN_ISSUES, known_issue, ref_labels
-from .protocol import ColdStart, EngineProfile, Mode, PceRule, Verifier
-from .spawned import SpawnedDaemon
-from .workspace import Workspace
+from pytest_cuzk.core.progress import ProgressLine
+from pytest_cuzk.proto import pb
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig, config_record
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["RefProfile", "ReferenceEngine", "ref_preset"]
 
@@ -74,7 +73,7 @@ class RefProfile:
 
         A data dir that cannot be written (read-only, full) is a ``DataDirUnwritable`` naming the file.
         """
-        from ..refengine import gendata
+        from pytest_cuzk.refengine import gendata
 
         out = self.data_dir / f"ref-data-{self._preset}"
         manifest = out / "manifest.toml"
@@ -89,7 +88,7 @@ class RefProfile:
         """Full pairing verification, where the engine's verifying keys can be read."""
         if self.param_cache is None:
             return None
-        from ..refengine.verify import verify_proof
+        from pytest_cuzk.refengine.verify import verify_proof
 
         cache, preset = self.param_cache, self._preset
 
@@ -118,7 +117,7 @@ class RefProfile:
         return self.param_cache
 
     def known_issue(self, kind: str, batch_size: int, errors: Sequence[str]) -> str | None:
-        """Behaving as cuzk it has cuzk's bugs; the protocol personality has none."""
+        """Behaving as cuzk it has cuzk's bugs; the protocol behaviour has none."""
         if self.behave == "protocol":
             return None
         return known_issue(CUZK_KNOWN_ISSUES, kind, batch_size, errors)
@@ -163,7 +162,7 @@ class ReferenceEngine(SpawnedDaemon):
         """
         ref_preset(settings)
         if settings.config is not None:
-            from ..refengine.config import ConfigError, parse_config
+            from pytest_cuzk.refengine.config import ConfigError, parse_config
 
             try:
                 parse_config(daemon_config(settings.config, {}), str(settings.config))
@@ -188,21 +187,21 @@ class ReferenceEngine(SpawnedDaemon):
         return self.settings.param_cache or self.settings.data_dir / f"ref-params-{self.preset}"
 
     def behave(self) -> str:
-        """The personality the base config asks for (``[ref] behave``; cuzk-ref's default is cuzk)."""
+        """The behaviour the base config asks for (``[ref] behave``; cuzk-ref's default is cuzk)."""
         return str(daemon_config(self.settings.config, {}).get("ref", {}).get("behave", "cuzk"))
 
     def pce_rule(self) -> PceRule | None:
         """Behaving as cuzk it extracts the PCE again after every start: only a file written since counts.
 
-        In the protocol personality it reuses its PCE file across starts: any complete file counts.
+        In the protocol behaviour it reuses its PCE file across starts: any complete file counts.
         """
         if self.behave() == "protocol":
             return PceRule(self.param_cache())
         return super().pce_rule()
 
-    def _start(self, batch_size: int, cold: ColdStart, status: StatusLine, lowmem: bool) -> None:
+    def _start(self, batch_size: int, cold: ColdStart, progress: ProgressLine, lowmem: bool) -> None:
         """Start it, then ask which prover it chose: only the running engine knows if a GPU is usable."""
-        super()._start(batch_size, cold, status, lowmem)
+        super()._start(batch_size, cold, progress, lowmem)
         self.prover = (ref_labels(self.address) or {}).get("prover", self.prover)
 
     def profile(self) -> EngineProfile:
@@ -214,7 +213,7 @@ class ReferenceEngine(SpawnedDaemon):
 
     def config_record(self) -> DaemonConfig:
         """Its base config and the faults its environment adds (``CUZK_REF_FAULTS``): both change it."""
-        from ..refengine.config import FAULTS_ENV
+        from pytest_cuzk.refengine.config import FAULTS_ENV
 
         table = daemon_config(self.settings.config, {})
         if faults := os.environ.get(FAULTS_ENV):

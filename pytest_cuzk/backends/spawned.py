@@ -22,18 +22,25 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_cuzk.backends.health import probe
+from pytest_cuzk.backends.process import DaemonProcess, daemon_config, listen_address, stuck_state
+from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile
+from pytest_cuzk.backends.protocol import (
+    BackendState,
+    ColdStart,
+    DaemonLog,
+    EngineProfile,
+    Mode,
+    PceRule,
+    Prepare,
+)
+from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.errors import CuzkError, DaemonExited, ReadinessError
-from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.core.progress import ProgressLine
 from pytest_cuzk.results.rows import HostRecord
-
-from ..wire.daemonconfig import DaemonConfig, config_record
-from ..wire.kinds import ProofKindInfo
-from .health import probe
-from .process import DaemonProcess, daemon_config, listen_address, stuck_state
-from .profiles import CuzkProfile, detect_profile
-from .protocol import BackendState, ColdStart, DaemonLog, EngineProfile, Mode, PceRule, Prepare
-from .workspace import Workspace
+from pytest_cuzk.vocab.daemonconfig import DaemonConfig, config_record
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = [
     "CUZK_PARAM_CACHE",
@@ -175,12 +182,12 @@ class SpawnedDaemon:
         self.state.ready_kinds = set()
         if self._needs_lowmem(kinds):
             cold.lowmem_warmup = True
-            self._start(batch_size, cold, prepare.status, lowmem=True)
+            self._start(batch_size, cold, prepare.progress, lowmem=True)
             prepare(self, kinds, cold)
             self.stop()
             self.state.ready_kinds = set()
             cold.notes.append("warmed up with a low-memory config, then restarted with the full one")
-        self._start(batch_size, cold, prepare.status, lowmem=False)
+        self._start(batch_size, cold, prepare.progress, lowmem=False)
         self.batch_size = batch_size
         self.state.cold.append(cold)
 
@@ -192,7 +199,7 @@ class SpawnedDaemon:
         missing = [k for k in kinds if not (cache / k.pce_file).exists()]
         return bool(missing) and (mode == "on" or self.lowmem_by_default)
 
-    def _start(self, batch_size: int, cold: ColdStart, status: StatusLine, lowmem: bool) -> None:
+    def _start(self, batch_size: int, cold: ColdStart, progress: ProgressLine, lowmem: bool) -> None:
         prefix = f"{self.label}-b{batch_size}{'-lowmem' if lowmem else ''}-"
         workdir = self.workspace.subdir(prefix)
         overrides = self.overrides(batch_size)
@@ -208,10 +215,10 @@ class SpawnedDaemon:
         process.start()  # raises DaemonExited naming the binary when it cannot even start
         self.process = process
         timeout = self.settings.start_timeout
-        with status.stage(
+        with progress.stage(
             f"{self.label}: starting the daemon{' (low-memory config)' if lowmem else ''}", timeout
         ):
-            cold.start_s += self.process.wait_answering(timeout, status.tick)
+            cold.start_s += self.process.wait_answering(timeout, progress.tick)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.alive()

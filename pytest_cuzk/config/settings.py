@@ -24,8 +24,8 @@ from pytest_cuzk.config import values
 from pytest_cuzk.config.options import OPTIONS, REF_PRESETS, Where, option_value
 from pytest_cuzk.config.slo import Slo
 from pytest_cuzk.host.limits import thread_limit
-from pytest_cuzk.wire.kinds import UnknownKind, by_name
-from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.vocab.kinds import UnknownKind, by_name
+from pytest_cuzk.vocab.redact import redact
 
 __all__ = ["Settings", "check_paths", "resolve_settings"]
 

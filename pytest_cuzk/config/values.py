@@ -22,9 +22,9 @@ from pytest_cuzk.host.limits import (
     thread_limit,
     wait_bound,
 )
-from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
-from pytest_cuzk.wire.redact import redact
-from pytest_cuzk.wire.units import parse_size, parse_thresholds
+from pytest_cuzk.vocab.kinds import KINDS, UnknownKind, by_name
+from pytest_cuzk.vocab.redact import redact
+from pytest_cuzk.vocab.units import parse_size, parse_thresholds
 
 __all__ = ["COMPARE_METRICS", "MAX_RUN_BUDGET_S", "MIN_INTERVAL_S", "THIS_DAEMON", "daemon_value"]  # parsers
 
@@ -239,7 +239,7 @@ def daemon_value(values: dict[str, str], address: str) -> str | None:
 
 
 def address(addr: str, where: str, hint: str) -> None:
-    from pytest_cuzk.wire.addresses import parse_address, shown_address
+    from pytest_cuzk.vocab.addresses import parse_address, shown_address
 
     try:
         parse_address(addr)

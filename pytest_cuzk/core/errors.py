@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.vocab.redact import redact
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -1,7 +1,7 @@
 """Every long wait on the terminal: the stage, the time it has taken and its timeout.
 
 A real cuzk takes minutes to get ready (44 GiB of SRS, a PCE extraction), and a silent
-terminal looks hung. ``StatusLine.stage`` opens a wait and the wait's own poll loop calls
+terminal looks hung. ``ProgressLine.stage`` opens a wait and the wait's own poll loop calls
 ``tick``: on a TTY one line is rewritten every half second once the wait has lasted a
 second; without a TTY (CI logs) a line is written every 15 s, so short waits stay quiet.
 Downloads report through ``download`` inside their stage, bytes or none, and always end with one
@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import IO
 
-__all__ = ["StatusLine"]
+__all__ = ["ProgressLine"]
 
 Stream = Callable[[], AbstractContextManager[IO[str]]]  # a stream at the start of a line
 TTY_AFTER_S, TTY_EVERY_S = 1.0, 0.5
@@ -40,7 +40,7 @@ class _Stage:
     shown: float = 0.0  # when it was last written; 0: not yet
 
 
-class StatusLine:
+class ProgressLine:
     """The wait in progress, on the terminal."""
 
     def __init__(self, stream: Stream = _stderr, tty: bool | None = None) -> None:

@@ -33,7 +33,7 @@ from pytest_cuzk.core.errors import (
 )
 from pytest_cuzk.daemon.errormap import map_grpc_errors
 from pytest_cuzk.proto import pb, pb_grpc
-from pytest_cuzk.wire.addresses import parse_address
+from pytest_cuzk.vocab.addresses import parse_address
 
 __all__ = [
     "AWAIT_MARGIN_S",
@@ -72,7 +72,7 @@ class SubmitResult:
 
 @dataclass(frozen=True)
 class ProofResult:
-    """A finished job as AwaitProof/Prove report it, plus the client-measured wall time."""
+    """A job as AwaitProof/Prove report it, and ``rpc_s``: that call's seconds (not from the submit)."""
 
     job_id: str
     status: int
@@ -83,12 +83,12 @@ class ProofResult:
     synthesis_ms: int
     gpu_compute_ms: int
     total_ms: int
-    wall_s: float
+    rpc_s: float
     address: str = ""
     raw: pb.AwaitProofResponse | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_pb(cls, msg: pb.AwaitProofResponse, wall_s: float, address: str = "") -> ProofResult:
+    def from_pb(cls, msg: pb.AwaitProofResponse, rpc_s: float, address: str = "") -> ProofResult:
         return cls(
             job_id=msg.job_id,
             status=msg.status,
@@ -99,7 +99,7 @@ class ProofResult:
             synthesis_ms=msg.synthesis_ms,
             gpu_compute_ms=msg.gpu_compute_ms,
             total_ms=msg.total_ms,
-            wall_s=wall_s,
+            rpc_s=rpc_s,
             address=address,
             raw=msg,
         )
@@ -122,11 +122,11 @@ class ProofResult:
 
 @dataclass(frozen=True)
 class PreloadResult:
-    """PreloadSRS's answer plus the client-measured wall time."""
+    """PreloadSRS's answer plus ``rpc_s``: the call's seconds on the client's clock."""
 
     already_loaded: bool
     load_time_ms: int
-    wall_s: float
+    rpc_s: float
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 from py_arkworks_bls12381 import G1Point, G2Point
 
 from pytest_cuzk.core.errors import ProofStructureError
-from pytest_cuzk.wire.kinds import GROTH16_PROOF_LEN, ProofKindInfo
+from pytest_cuzk.vocab.kinds import GROTH16_PROOF_LEN, ProofKindInfo
 
 __all__ = ["G1_LEN", "G2_LEN", "Groth16Points", "check_proof"]
 

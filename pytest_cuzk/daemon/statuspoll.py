@@ -19,7 +19,7 @@ from typing import Any
 
 import requests
 
-from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.vocab.redact import redact
 
 __all__ = ["StatusMemory", "StatusPoller", "status_url"]
 

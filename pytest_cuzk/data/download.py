@@ -32,9 +32,9 @@ import requests
 import urllib3
 
 from pytest_cuzk.core.errors import DataDirUnwritable
-from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.core.progress import ProgressLine
 from pytest_cuzk.data.connections import Deadline, HeadCut
-from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.vocab.redact import redact
 
 __all__ = [
     "NET_CHUNK",
@@ -79,7 +79,7 @@ class _Meter:
 class Transfer:
     """How downloads run: the stall and overall deadlines, and the line that shows their progress."""
 
-    status: StatusLine = field(default_factory=StatusLine)
+    progress: ProgressLine = field(default_factory=ProgressLine)
     stall_s: float = 60.0
     deadline_s: float = 3600.0
 
@@ -105,12 +105,12 @@ class Transfer:
             future = pool.submit(run, self._fetch, http, url, part, deadline, limit, size, meter)
             try:
                 while not concurrent.futures.wait([future], timeout=TICK_S).done:
-                    self.status.download(name, meter.done, meter.total)
+                    self.progress.download(name, meter.done, meter.total)
             except BaseException:  # Ctrl-C while waiting: the transfer's thread must end too
                 deadline.cut()
                 raise
         total = future.result()
-        self.status.download(name, meter.done, total)
+        self.progress.download(name, meter.done, total)
         return total
 
     def _fetch(

@@ -4,7 +4,7 @@ PoRep data is the C1 wrapper JSON, sent whole as ``vanilla_proof``. PoSt and
 SnapDeals data is a JSON array of base64 strings (cuzk-bench's ``--vanilla``
 format), sent as ``vanilla_proofs``; like cuzk-bench, a file that is not such an
 array is sent as one raw proof. A file is first held to what the real format
-requires (``wire.vanilla.shape_problem``), so a malformed one is named here, not
+requires (``vocab.vanilla.shape_problem``), so a malformed one is named here, not
 in a daemon's parse error. Request fields come from the manifest's
 ``[kinds.<kind>.request]`` table, with bytes fields written as hex.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.kinds import SECTOR_SIZE_32G, ProofKindInfo
-from pytest_cuzk.wire.vanilla import read_vanilla_proofs, shape_problem
+from pytest_cuzk.vocab.kinds import SECTOR_SIZE_32G, ProofKindInfo
+from pytest_cuzk.vocab.vanilla import read_vanilla_proofs, shape_problem
 
 __all__ = ["BYTES_FIELDS", "INT_FIELDS", "build_request"]
 

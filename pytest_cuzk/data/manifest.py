@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 from pytest_cuzk.core.errors import ManifestError
 from pytest_cuzk.data.inputs import BYTES_FIELDS, INT_FIELDS
-from pytest_cuzk.wire.kinds import KINDS, UnknownKind, by_name
-from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.vocab.kinds import KINDS, UnknownKind, by_name
+from pytest_cuzk.vocab.redact import redact
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -23,14 +23,14 @@ from urllib3.exceptions import MaxRetryError
 from urllib3.util import Retry
 
 from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable
-from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.core.progress import ProgressLine
 from pytest_cuzk.data.connections import Deadline, session
 from pytest_cuzk.data.download import Failed, SizeMismatch, Transfer, Transient, forget_part
 from pytest_cuzk.data.manifest import DataEntry, Manifest
-from pytest_cuzk.wire.files import atomic_write, file_sha256
-from pytest_cuzk.wire.kinds import by_name
-from pytest_cuzk.wire.redact import redact
-from pytest_cuzk.wire.vanilla import format_problem, largest_file
+from pytest_cuzk.vocab.files import atomic_write, file_sha256
+from pytest_cuzk.vocab.kinds import by_name
+from pytest_cuzk.vocab.redact import redact
+from pytest_cuzk.vocab.vanilla import format_problem, largest_file
 
 __all__ = ["DataStore"]
 
@@ -53,15 +53,15 @@ class DataStore:
         cache_dir: Path,
         *,
         offline: bool = False,
-        status: StatusLine | None = None,
+        progress: ProgressLine | None = None,
         stall_s: float = 60.0,
         deadline_s: float = 3600.0,
     ) -> None:
-        """``status`` shows a download's progress and says what must be seen at once (a first pin)."""
+        """``progress`` shows a download's progress and says what must be seen at once (a first pin)."""
         self.cache_dir = Path(cache_dir)
         self.offline = offline
-        self.status = status if status is not None else StatusLine()
-        self.transfer = Transfer(self.status, stall_s, deadline_s)
+        self.progress = progress if progress is not None else ProgressLine()
+        self.transfer = Transfer(self.progress, stall_s, deadline_s)
         self.notes: list[str] = []
 
     def ensure_all(self, manifest: Manifest, kinds: Iterable[str]) -> dict[str, list[Path] | DataUnavailable]:
@@ -182,7 +182,7 @@ class DataStore:
             f'recorded sha256 {sha} in {pin} and later runs must match it (add sha256 = "{sha}" to the '
             "manifest to pin it for everyone)"
         )
-        self.status.say(redact(f"cuzk: {message}"))
+        self.progress.say(redact(f"cuzk: {message}"))
         self._note(message)
 
     def _download(
@@ -194,7 +194,7 @@ class DataStore:
         part = dest.with_name(dest.name + ".part")
         limit = entry.size if entry.size is not None else largest_file(entry.kind)
         retries = RETRIES
-        wait = self.status.stage(f"downloading {entry.file}", deadline.seconds)
+        wait = self.progress.stage(f"downloading {entry.file}", deadline.seconds)
         with session() as http, deadline, wait:
             while True:
                 try:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.errors import DataUnavailable
-from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.core.progress import ProgressLine
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.data.manifest import Manifest, load_manifest
 from pytest_cuzk.data.store import DataStore
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["DEFAULT_MANIFEST", "TestData"]
 
@@ -34,12 +34,12 @@ class TestData:
         self,
         settings: Settings,
         manifest: Path | None,
-        status: StatusLine | None,
+        progress: ProgressLine | None,
     ) -> None:
-        """``status``: where downloads show their progress (None: stderr)."""
+        """``progress``: where downloads show their progress (None: stderr)."""
         self.settings = settings
         self.manifest_path = settings.manifest or manifest or DEFAULT_MANIFEST
-        self._status = status
+        self._progress = progress
         self._manifest: Manifest | None = None
         self._found: dict[str, list[Path] | DataUnavailable] = {}
         self._templates: dict[str, list[pb.SubmitProofRequest]] = {}
@@ -67,7 +67,7 @@ class TestData:
             store = DataStore(
                 s.data_dir,
                 offline=s.offline,
-                status=self._status,
+                progress=self._progress,
                 stall_s=s.download_stall,
                 deadline_s=s.download_timeout,
             )

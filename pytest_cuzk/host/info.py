@@ -25,7 +25,7 @@ import psutil
 import pynvml
 
 from pytest_cuzk.host.nvml import nvml_handles, nvml_query, nvml_session
-from pytest_cuzk.wire.files import file_sha256
+from pytest_cuzk.vocab.files import file_sha256
 
 __all__ = [
     "GpuInfo",

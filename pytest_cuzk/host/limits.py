@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from pytest_cuzk.wire.units import format_bytes
+from pytest_cuzk.vocab.units import format_bytes
 
 __all__ = [
     "ADDRESS_SPACE_BYTES",

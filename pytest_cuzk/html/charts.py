@@ -17,12 +17,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from pytest_cuzk.backends.protocol import ColdStart
 from pytest_cuzk.measure.figures import METRICS, Samples
 from pytest_cuzk.measure.memory import MemoryReport
+from pytest_cuzk.scenarios.records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 from pytest_cuzk.sinks.plots import memory_figure
-
-from ..backends.protocol import ColdStart
-from ..scenarios.figures import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
 
 __all__ = [
     "cold_timeline",

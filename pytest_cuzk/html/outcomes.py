@@ -17,8 +17,7 @@ import pytest
 from pytest_cuzk.core import transport
 from pytest_cuzk.core.outcome import report_message
 from pytest_cuzk.measure.figures import Figures
-
-from ..scenarios.figures import ScenarioFigures, scenario_from_dict
+from pytest_cuzk.scenarios.records import ScenarioFigures, scenario_from_dict
 
 __all__ = ["Outcomes", "TestEntry"]
 _WORST = {"passed": 0, "skipped": 1, "xfailed": 2, "xpassed": 3, "failed": 4, "error": 5}

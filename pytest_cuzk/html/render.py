@@ -12,7 +12,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from ..wire.units import format_bytes, plural
+from pytest_cuzk.vocab.units import format_bytes, plural
 
 __all__ = ["render", "show"]
 

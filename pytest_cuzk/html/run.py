@@ -18,11 +18,10 @@ import pytest
 
 from pytest_cuzk.core import transport
 from pytest_cuzk.core.errors import CuzkWarning
+from pytest_cuzk.html.outcomes import Outcomes
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import FINISHED_KEY
-
-from ..wire.files import atomic_write
-from .outcomes import Outcomes
+from pytest_cuzk.vocab.files import atomic_write
 
 if TYPE_CHECKING:
     from pytest_cuzk.measure.figures import Figures
@@ -61,7 +60,7 @@ class RunReport:
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
         """Send the case's proof latencies with its figures (the latency chart's points)."""
-        proofs = [[round(p.wall_s, 4), p.ok] for p in result.proofs[:MAX_PROOFS]]
+        proofs = [[round(p.latency_s, 4), p.ok] for p in result.proofs[:MAX_PROOFS]]
         item.stash.setdefault(FINISHED_KEY, {})[transport.PROOFS] = proofs
 
     # --- on the controller ---------------------------------------------------------------------
@@ -81,8 +80,8 @@ class RunReport:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.worker:
             return
-        from .render import render
-        from .runpage import run_page
+        from pytest_cuzk.html.render import render
+        from pytest_cuzk.html.runpage import run_page
 
         context = run_page(self.outcomes, self.session, self.started, time.monotonic() - self._t0, exitstatus)
         try:

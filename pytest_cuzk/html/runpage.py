@@ -13,20 +13,19 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_cuzk.backends.protocol import ColdStart
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.host.info import host_info
+from pytest_cuzk.html.charts import cold_timeline, latency_chart, memory_chart, scenario_chart, windows_chart
+from pytest_cuzk.html.outcomes import Outcomes, TestEntry
+from pytest_cuzk.html.render import show
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.measure.ledger import series_name
 from pytest_cuzk.sinks.view import config_info
-
-from ..backends.protocol import ColdStart
-from ..verdicts.baseline import compared_with
-from ..verdicts.gates import compared
-from ..wire.redact import redact
-from ..wire.units import format_bytes
-from .charts import cold_timeline, latency_chart, memory_chart, scenario_chart, windows_chart
-from .outcomes import Outcomes, TestEntry
-from .render import show
+from pytest_cuzk.verdicts.baseline import compared_with
+from pytest_cuzk.verdicts.gates import compared
+from pytest_cuzk.vocab.redact import redact
+from pytest_cuzk.vocab.units import format_bytes
 
 if TYPE_CHECKING:
     from pytest_cuzk.config.settings import Settings

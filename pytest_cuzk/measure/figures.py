@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_cuzk.measure.stats import Estimator, Quantile, Rate
-from pytest_cuzk.wire.units import format_bytes
+from pytest_cuzk.vocab.units import format_bytes
 
 if TYPE_CHECKING:
     from pytest_cuzk.measure.memory import MemoryReport
@@ -45,7 +45,7 @@ class Metric:
     label: str  # the summary table's heading
     unit: str
     higher_is_better: bool
-    combine: Callable[[list[float]], float]  # how several runs pool (perf.queries.figure, every view)
+    combine: Callable[[list[float]], float]  # how several runs pool (fleet.queries.figure, every view)
     fmt: Callable[[float | None], str]  # for a column headed with the unit
     suffix: str = ""  # what ``show`` adds where no heading names the unit
     sample: str | None = None  # the Samples series it estimates; None: one value per run (a peak)

@@ -22,7 +22,7 @@ import psutil
 import pynvml
 
 from pytest_cuzk.host.nvml import nvml_query
-from pytest_cuzk.wire.units import format_bytes
+from pytest_cuzk.vocab.units import format_bytes
 
 __all__ = ["IDLE_UTIL_PCT", "LIST_S", "SLOW_S", "GpuFigures", "GpuReader", "GpuReading", "GpuSample"]
 

@@ -4,8 +4,8 @@
 servicer base class and registration helper.
 """
 
-from .cuzk.v1 import proving_pb2 as pb
-from .cuzk.v1 import proving_pb2_grpc as pb_grpc
+from pytest_cuzk.proto.cuzk.v1 import proving_pb2 as pb
+from pytest_cuzk.proto.cuzk.v1 import proving_pb2_grpc as pb_grpc
 
 SERVICE_NAME = "cuzk.v1.ProvingEngine"
 

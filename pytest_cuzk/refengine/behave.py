@@ -1,4 +1,4 @@
-"""The reference engine's personalities (``[ref] behave``): cuzk as a client sees it, or the proto's intent.
+"""The reference engine's behaviours (``[ref] behave``): cuzk as a client sees it, or the proto's intent.
 
 ``CuzkBehaviour`` (the default) reproduces what a client can observe of cuzk where cuzk
 falls short of its proto, so the plugin's handling of cuzk meets it in tests: AwaitProof
@@ -7,7 +7,7 @@ for an empty request id, results are kept by id for ever, GetStatus undercounts,
 of partitioned proofs are sums over partitions, the PCE is extracted after every start and
 never read back, oversized requests get tonic's OUT_OF_RANGE, a SnapDeals batch of two or
 more fails, a SIGINT stops the workers but not the server. ``Behaviour`` itself is the
-protocol personality: timeouts, cancel and evict work, and the result store is bounded.
+protocol behaviour: timeouts, cancel and evict work, and the result store is bounded.
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING
 import pynvml
 
 from pytest_cuzk.host.nvml import nvml_query, nvml_session
-
-from ..proto import pb
-from ..wire.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo
-from ..wire.units import MAX_MESSAGE_BYTES
+from pytest_cuzk.proto import pb
+from pytest_cuzk.vocab.kinds import GROTH16_PROOF_LEN, KINDS, ProofKindInfo
+from pytest_cuzk.vocab.units import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
-    from .engine import Engine
-    from .jobs import Job, Work
+    from pytest_cuzk.refengine.engine import Engine
+    from pytest_cuzk.refengine.jobs import Job, Work
 
 __all__ = ["MAX_MESSAGE_BYTES", "Behaviour", "CuzkBehaviour", "behaviour"]
 
@@ -71,7 +70,7 @@ def _gpu_status(gpu: Gpu, busy: Job | None) -> pb.GPUStatus:
 
 
 class Behaviour:
-    """The protocol personality (the proto's intent), and the base of cuzk's. One prove worker."""
+    """The protocol behaviour (the proto's intent), and the base of cuzk's. One prove worker."""
 
     name = "protocol"
     reuse_pce = True  # synthesis reads the PCE file back, also after a restart
@@ -270,5 +269,5 @@ class CuzkBehaviour(Behaviour):
 
 
 def behaviour(name: str) -> Behaviour:
-    """The personality ``[ref] behave`` names."""
+    """The behaviour ``[ref] behave`` names."""
     return CuzkBehaviour() if name == "cuzk" else Behaviour()

@@ -4,7 +4,7 @@
 ``cuzk-ref gen-data DIR [--preset P] [--seed N] [--sectors N]`` writes test data for all four kinds.
 Behaving as cuzk (the default), a first SIGINT stops the workers but not the server (later
 ones are ignored), SIGTERM kills it, and on TCP the ready line comes before the bind. In the
-protocol personality SIGTERM and SIGINT both stop it cleanly (queued jobs cancelled, the
+protocol behaviour SIGTERM and SIGINT both stop it cleanly (queued jobs cancelled, the
 server stopped, exit code 0) and the ready line comes after the bind.
 """
 
@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from ..wire.addresses import UNIX_PREFIX
-from . import faults
-from .config import ConfigError, RefConfig, load_config
-from .errors import RefEngineError
+from pytest_cuzk.refengine import faults
+from pytest_cuzk.refengine.config import ConfigError, RefConfig, load_config
+from pytest_cuzk.refengine.errors import RefEngineError
+from pytest_cuzk.vocab.addresses import UNIX_PREFIX
 
 __all__ = ["main", "run_daemon"]
 
@@ -77,9 +77,9 @@ def _setup_logging(level: str) -> None:
 
 def run_daemon(config: RefConfig) -> int:
     """Serve until a signal stops the daemon; returns the exit code."""
-    from .engine import Engine
-    from .server import bind_target, serve
-    from .status_http import start_status_server
+    from pytest_cuzk.refengine.engine import Engine
+    from pytest_cuzk.refengine.server import bind_target, serve
+    from pytest_cuzk.refengine.status_http import start_status_server
 
     bind_target(config.listen)  # reject a bad address before any work
     if config.faults.active:
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cuzk-ref`` console script."""
     args = _parser().parse_args(argv)
     if args.command == "gen-data":
-        from .gendata import generate
+        from pytest_cuzk.refengine.gendata import generate
 
         if args.sectors < 1:
             print(f"Error: --sectors must be at least 1, got {args.sectors}", file=sys.stderr)

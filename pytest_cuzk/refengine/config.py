@@ -21,10 +21,9 @@ from typing import Any
 
 from pytest_cuzk.host.limits import WAIT_MAX_S, Bound, address_space, thread_limit, total_memory, wait_bound
 from pytest_cuzk.host.paths import user_cache_dir
-
-from ..proto import pb
-from ..wire import units
-from .errors import RefEngineError
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.errors import RefEngineError
+from pytest_cuzk.vocab import units
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -7,7 +7,7 @@ GIL) of the current one. With ``pipeline.enabled = false`` each job is synthesis
 before the next starts. At real speed (``realspeed``) each stage is paced as real cuzk's. Every
 proof is verified before it is answered (as cuzk does for PoRep): one that does not verify is
 FAILED. What a client observes that differs between cuzk and the proto (timings, SnapDeals
-batches, cancel, a hung proof) is asked of the personality (``behave``). Jobs and their results
+batches, cancel, a hung proof) is asked of the behaviour (``behave``). Jobs and their results
 live in a ``JobStore`` (``jobs``), which shares the engine's lock.
 """
 
@@ -20,16 +20,16 @@ import time
 from concurrent.futures import CancelledError
 from typing import Any
 
-from ..proto import pb
-from ..wire.kinds import by_enum
-from . import faults
-from .behave import Behaviour, behaviour
-from .config import RefConfig
-from .gpu import open_gpu
-from .jobs import QUEUED, Job, JobStore, Work
-from .prover import JobInputError, RefProver
-from .realspeed import Pace
-from .scheduler import SHUTDOWN_MESSAGE, JobQueue
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine import faults
+from pytest_cuzk.refengine.behave import Behaviour, behaviour
+from pytest_cuzk.refengine.config import RefConfig
+from pytest_cuzk.refengine.gpu import open_gpu
+from pytest_cuzk.refengine.jobs import QUEUED, Job, JobStore, Work
+from pytest_cuzk.refengine.prover import JobInputError, RefProver
+from pytest_cuzk.refengine.realspeed import Pace
+from pytest_cuzk.refengine.scheduler import SHUTDOWN_MESSAGE, JobQueue
+from pytest_cuzk.vocab.kinds import by_enum
 
 __all__ = ["SHUTDOWN_MESSAGE", "Engine"]
 

@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 from py_arkworks_bls12381 import G1Point
 
-from .config import Faults
+from pytest_cuzk.refengine.config import Faults
 
 __all__ = [
     "StopOnRpc",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Generic, Protocol, TypeVar
 
-from .field import R
+from pytest_cuzk.refengine.field import R
 
 __all__ = ["FixedBase"]
 

@@ -19,14 +19,14 @@ from typing import Any
 
 import tomli_w
 
-from ..proto import pb
-from ..wire.files import atomic_write
-from ..wire.kinds import KINDS
-from ..wire.vanilla import write_vanilla_proofs
-from .circuits import PRESETS, Preset, c1, porep, post, snap
-from .circuits.common import MerkleTree, prover_id
-from .field import R, fr_to_bytes
-from .hashing import hash2
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.circuits import PRESETS, Preset, c1, porep, post, snap
+from pytest_cuzk.refengine.circuits.common import MerkleTree, prover_id
+from pytest_cuzk.refengine.field import R, fr_to_bytes
+from pytest_cuzk.refengine.hashing import hash2
+from pytest_cuzk.vocab.files import atomic_write
+from pytest_cuzk.vocab.kinds import KINDS
+from pytest_cuzk.vocab.vanilla import write_vanilla_proofs
 
 __all__ = ["MINER_ID", "file_name", "generate"]
 

@@ -27,11 +27,11 @@ from typing import Any, Protocol
 
 from py_arkworks_bls12381 import GT, G1Point, G2Point, Scalar
 
-from .field import R, inv
-from .fixed_base import FixedBase
-from .msm_pool import Msm, start_msms
-from .qap import domain_for, query_scalars
-from .r1cs import Matrices
+from pytest_cuzk.refengine.field import R, inv
+from pytest_cuzk.refengine.fixed_base import FixedBase
+from pytest_cuzk.refengine.msm_pool import Msm, start_msms
+from pytest_cuzk.refengine.qap import domain_for, query_scalars
+from pytest_cuzk.refengine.r1cs import Matrices
 
 __all__ = [
     "PROOF_LEN",

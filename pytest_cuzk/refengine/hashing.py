@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import hashlib
 
-from .field import R, batch_inverse
-from .r1cs import Num, WitnessCS, pow5
+from pytest_cuzk.refengine.field import R, batch_inverse
+from pytest_cuzk.refengine.r1cs import Num, WitnessCS, pow5
 
 __all__ = ["FULL_ROUNDS", "PARTIAL_ROUNDS", "WIDTH", "hash2", "hash_n", "hash_n_gadget", "permute"]
 

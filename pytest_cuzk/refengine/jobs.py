@@ -16,9 +16,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..proto import pb
-from ..wire.kinds import ProofKindInfo
-from .stages import ParsedJob, Synthesized
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.stages import ParsedJob, Synthesized
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["DONE", "QUEUED", "RUNNING", "Job", "JobStore", "Work"]
 

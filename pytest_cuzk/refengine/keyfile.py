@@ -22,9 +22,9 @@ from typing import Any
 
 from py_arkworks_bls12381 import G1Point, G2Point
 
-from ..wire.files import atomic_write
-from .cursor import Cursor
-from .groth16 import ProvingKey, VerifyingKey
+from pytest_cuzk.refengine.cursor import Cursor
+from pytest_cuzk.refengine.groth16 import ProvingKey, VerifyingKey
+from pytest_cuzk.vocab.files import atomic_write
 
 __all__ = ["read_meta", "read_params", "read_vk", "write_params", "write_vk"]
 

@@ -28,8 +28,8 @@ from prometheus_client import generate_latest
 from prometheus_client.core import CollectorRegistry, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ..wire.kinds import KINDS
-from .engine import Engine
+from pytest_cuzk.refengine.engine import Engine
+from pytest_cuzk.vocab.kinds import KINDS
 
 __all__ = ["INFO_METRIC", "EngineCollector", "engine_version", "render"]
 

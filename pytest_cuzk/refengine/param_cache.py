@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import RefEngineError
+from pytest_cuzk.refengine.errors import RefEngineError
 
 __all__ = ["ParamCacheError", "check_param_cache"]
 

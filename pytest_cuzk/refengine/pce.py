@@ -31,11 +31,11 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..wire.files import atomic_write
-from .cursor import Cursor
-from .errors import RefEngineError
-from .field import R
-from .r1cs import CSR, Matrices
+from pytest_cuzk.refengine.cursor import Cursor
+from pytest_cuzk.refengine.errors import RefEngineError
+from pytest_cuzk.refengine.field import R
+from pytest_cuzk.refengine.r1cs import CSR, Matrices
+from pytest_cuzk.vocab.files import atomic_write
 
 __all__ = [
     "HEADER",

@@ -34,14 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
-from ..proto import pb
-from ..wire.kinds import ProofKindInfo, by_circuit
-from . import keyfile
-from .circuits import PRESETS, JobInputError, Preset
-from .circuits.registry import circuit_for
-from .field import get_domain
-from .gpu import CPU_LABEL
-from .groth16 import (
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine import keyfile
+from pytest_cuzk.refengine.circuits import PRESETS, JobInputError, Preset
+from pytest_cuzk.refengine.circuits.registry import circuit_for
+from pytest_cuzk.refengine.field import get_domain
+from pytest_cuzk.refengine.gpu import CPU_LABEL
+from pytest_cuzk.refengine.groth16 import (
     PhaseTimer,
     ProofInput,
     ProvingKey,
@@ -49,17 +48,24 @@ from .groth16 import (
     generate_random_parameters,
     to_scalars,
 )
-from .param_cache import check_param_cache
-from .pce import PceError, constraint_digest, load_pce, pce_path, write_pce
-from .qap import h_coefficients
-from .r1cs import ConstraintSystem, Evaluations, Matrices
-from .stages import ParsedJob, Source, Synthesized
-from .verify import first_bad_partition, key_stem
-from .witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_constraints, partition_witness, usable_cpus
+from pytest_cuzk.refengine.param_cache import check_param_cache
+from pytest_cuzk.refengine.pce import PceError, constraint_digest, load_pce, pce_path, write_pce
+from pytest_cuzk.refengine.qap import h_coefficients
+from pytest_cuzk.refengine.r1cs import ConstraintSystem, Evaluations, Matrices
+from pytest_cuzk.refengine.stages import ParsedJob, Source, Synthesized
+from pytest_cuzk.refengine.verify import first_bad_partition, key_stem
+from pytest_cuzk.refengine.witness_pool import (
+    MIN_CONSTRAINTS,
+    WitnessPool,
+    partition_constraints,
+    partition_witness,
+    usable_cpus,
+)
+from pytest_cuzk.vocab.kinds import ProofKindInfo, by_circuit
 
 if TYPE_CHECKING:
-    from .gpu.keys import GpuKeys
-    from .gpu.msm import GpuMsm
+    from pytest_cuzk.refengine.gpu.keys import GpuKeys
+    from pytest_cuzk.refengine.gpu.msm import GpuMsm
 
 __all__ = ["PRESETS", "JobInputError", "Preset", "RefProver"]
 
@@ -105,7 +111,7 @@ class RefProver:
         self.timer = PhaseTimer()
         self._gpu: GpuKeys | None = None
         if gpu is not None:
-            from .gpu.keys import GpuKeys
+            from pytest_cuzk.refengine.gpu.keys import GpuKeys
 
             self._gpu = GpuKeys(gpu)
 
@@ -148,7 +154,7 @@ class RefProver:
         circuit = circuit_for(circuit_id)
         path = self.params_path(circuit_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Daemons sharing a param cache (a fleet on one host, xdist workers) set up once.
+        # Daemons sharing a param cache (several on one host, xdist workers) set up once.
         with self._circuit_lock(circuit_id), FileLock(f"{path}.lock"):
             if self._params_current(circuit_id):
                 return

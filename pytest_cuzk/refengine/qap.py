@@ -8,8 +8,8 @@ with three iFFTs, three coset FFTs and one coset iFFT.
 
 from __future__ import annotations
 
-from .field import Domain, R, get_domain, inv
-from .r1cs import CSR, Matrices
+from pytest_cuzk.refengine.field import Domain, R, get_domain, inv
+from pytest_cuzk.refengine.r1cs import CSR, Matrices
 
 __all__ = ["domain_for", "h_coefficients", "query_scalars"]
 

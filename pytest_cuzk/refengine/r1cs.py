@@ -18,7 +18,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
-from .field import R
+from pytest_cuzk.refengine.field import R
 
 __all__ = [
     "CSR",

@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..proto import pb
-from ..wire.kinds import by_circuit
-from .config import Faults, RefConfig
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.config import Faults, RefConfig
+from pytest_cuzk.vocab.kinds import by_circuit
 
 if TYPE_CHECKING:
-    from .jobs import Job
-    from .prover import RefProver
+    from pytest_cuzk.refengine.jobs import Job
+    from pytest_cuzk.refengine.prover import RefProver
 
 __all__ = ["MODELS", "KindPace", "Pace"]
 

@@ -17,10 +17,10 @@ import threading
 import time
 import uuid
 
-from ..proto import pb
-from ..wire.kinds import ProofKindInfo
-from .config import RefConfig
-from .jobs import QUEUED, RUNNING, Job, JobStore, Work
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.config import RefConfig
+from pytest_cuzk.refengine.jobs import QUEUED, RUNNING, Job, JobStore, Work
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["SHUTDOWN_MESSAGE", "JobQueue"]
 

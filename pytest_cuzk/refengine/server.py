@@ -4,7 +4,7 @@ gRPC codes and messages are cuzk's (INVALID_ARGUMENT "invalid proof_kind: N" and
 "missing submit field", NOT_FOUND "job not found: <id>", INTERNAL "unknown circuit ID: X");
 ids echoed into an error are clipped, so that a huge one cannot push the answer's metadata
 past a client's limit. Where cuzk falls short of the proto (AwaitProof timeouts,
-CancelProof, EvictSRS, GetStatus, the message-size error) the engine's personality
+CancelProof, EvictSRS, GetStatus, the message-size error) the engine's behaviour
 answers. Message limits are cuzk's 128 MiB.
 """
 
@@ -17,12 +17,12 @@ from typing import Any
 
 import grpc
 
-from ..proto import pb, pb_grpc
-from ..wire.addresses import UNIX_PREFIX, ListenTarget, parse_listen
-from . import faults, metrics
-from .behave import MAX_MESSAGE_BYTES
-from .engine import Engine
-from .jobs import Job
+from pytest_cuzk.proto import pb, pb_grpc
+from pytest_cuzk.refengine import faults, metrics
+from pytest_cuzk.refengine.behave import MAX_MESSAGE_BYTES
+from pytest_cuzk.refengine.engine import Engine
+from pytest_cuzk.refengine.jobs import Job
+from pytest_cuzk.vocab.addresses import UNIX_PREFIX, ListenTarget, parse_listen
 
 __all__ = ["MAX_MESSAGE_BYTES", "ProvingEngineServicer", "bind_target", "clip", "serve"]
 
@@ -43,7 +43,7 @@ class ProvingEngineServicer(pb_grpc.ProvingEngineServicer):
         self.engine = engine
 
     def _accept(self, request: Any, context: grpc.ServicerContext) -> None:
-        """Refuse an oversized request as the personality's server does (cuzk: tonic's OUT_OF_RANGE)."""
+        """Refuse an oversized request as the behaviour's server does (cuzk: tonic's OUT_OF_RANGE)."""
         message = self.engine.behave.oversize(request.ByteSize())
         if message is not None:
             context.abort(grpc.StatusCode.OUT_OF_RANGE, message)

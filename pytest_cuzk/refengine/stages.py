@@ -8,9 +8,9 @@ from typing import Any
 
 from py_arkworks_bls12381 import Scalar
 
-from ..wire.kinds import ProofKindInfo
-from .circuits.registry import Inputs
-from .r1cs import ConstraintSystem, Evaluations, Matrices
+from pytest_cuzk.refengine.circuits.registry import Inputs
+from pytest_cuzk.refengine.r1cs import ConstraintSystem, Evaluations, Matrices
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["ParsedJob", "Source", "Synthesized"]
 

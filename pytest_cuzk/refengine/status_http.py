@@ -17,9 +17,9 @@ from typing import Any
 
 import psutil
 
-from ..wire.kinds import KINDS
-from .engine import Engine
-from .jobs import DONE
+from pytest_cuzk.refengine.engine import Engine
+from pytest_cuzk.refengine.jobs import DONE
+from pytest_cuzk.vocab.kinds import KINDS
 
 __all__ = ["StatusServer", "build_status", "start_status_server"]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from ..proto import pb
-from ..wire.kinds import GROTH16_PROOF_LEN, ProofKindInfo
-from .circuits import JobInputError, Preset
-from .circuits.registry import Inputs, circuit_for
-from .groth16 import Proof, VerifyingKey, verify, verify_all
-from .keyfile import read_vk
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.circuits import JobInputError, Preset
+from pytest_cuzk.refengine.circuits.registry import Inputs, circuit_for
+from pytest_cuzk.refengine.groth16 import Proof, VerifyingKey, verify, verify_all
+from pytest_cuzk.refengine.keyfile import read_vk
+from pytest_cuzk.vocab.kinds import GROTH16_PROOF_LEN, ProofKindInfo
 
 __all__ = ["first_bad_partition", "key_stem", "verify_proof"]
 

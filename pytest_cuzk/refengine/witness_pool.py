@@ -22,9 +22,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from .circuits import Preset
-from .circuits.registry import circuit_for
-from .r1cs import ConstraintSystem, Evaluations, WitnessCS
+from pytest_cuzk.refengine.circuits import Preset
+from pytest_cuzk.refengine.circuits.registry import circuit_for
+from pytest_cuzk.refengine.r1cs import ConstraintSystem, Evaluations, WitnessCS
 
 __all__ = ["MIN_CONSTRAINTS", "WitnessPool", "partition_constraints", "partition_witness", "usable_cpus"]
 

@@ -33,7 +33,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from pytest_cuzk.host.paths import user_data_dir
 from pytest_cuzk.results.rows import HostRecord, ResultRow, RunRecord, TestRecord
-from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.vocab.redact import redact
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -69,7 +69,7 @@ class HostRecord:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One daemon measured in one pytest session (a fleet session makes one run per daemon).
+    """One daemon measured in one pytest session (a run of several daemons makes one run per daemon).
 
     ``label``, ``host.hostname`` and ``host_id`` (the provider's machine id) are the identity
     the host is rented by: the next offer of the same machine is matched by ``host_id``.

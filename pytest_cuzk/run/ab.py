@@ -45,10 +45,10 @@ from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, worse_interval
 from pytest_cuzk.measure.paired import BASELINE, CANDIDATE, PairedAB
-from pytest_cuzk.run.casefigures import case_figures, case_samples
 from pytest_cuzk.run.plan import Measurement, Plan, PlanDone, drive
+from pytest_cuzk.run.tally import case_figures, case_samples
 from pytest_cuzk.run.waves import CaseResult, Wave
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend
@@ -270,7 +270,7 @@ class Interleaving:
             running(self.host, side.backend, f"the {side.name}'s turn in {case.id}")
         )
         runner = run.runner(case.kind)
-        runner.tick = lambda: self.host.status.tick(self.progress())
+        runner.tick = lambda: self.host.progress.tick(self.progress())
         if side.measurement is None:
             side.measurement = Measurement(case, runner, self.plan)
         side.measurement.runner = runner
@@ -311,7 +311,7 @@ def measure_pair(
         if layout == SIDE_BY_SIDE:  # the candidate is up (the test's fixture): the baseline beside it
             for side in sides:
                 pair.open(side)
-        with host.status.stage(f"{case.id}: A/B proving"):
+        with host.progress.stage(f"{case.id}: A/B proving"):
             drive(pair, plan.max_waves(case.in_flight), benchmark)
     except BaseException as exc:
         pair.close(exc)  # a hung daemon is killed, a dead one restarted: the one that was proving

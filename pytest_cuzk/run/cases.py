@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_cuzk.config.options import CASE_FIXTURES
-from pytest_cuzk.wire.kinds import KINDS, ProofKindInfo
+from pytest_cuzk.vocab.kinds import KINDS, ProofKindInfo
 
 if TYPE_CHECKING:  # settings are resolved only in a run that asks for cuzk
     from pytest_cuzk.config.settings import Settings

@@ -25,15 +25,15 @@ from pytest_cuzk.core import compat, transport
 from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.core.outcome import first_line
 from pytest_cuzk.daemon.client import ProvingClient
-from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import CaseClock, Plan, run_case
+from pytest_cuzk.run.tally import case_figures
 from pytest_cuzk.run.timeplan import PLUGIN, RunPlan
 from pytest_cuzk.run.waves import CaseResult, Runner
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 if TYPE_CHECKING:
-    from pytest_cuzk.core.progress import StatusLine
+    from pytest_cuzk.core.progress import ProgressLine
     from pytest_cuzk.daemon.statuspoll import StatusMemory
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
@@ -54,7 +54,7 @@ class CaseHost(Protocol):
     def settings(self) -> Settings: ...
 
     @property
-    def status(self) -> StatusLine: ...
+    def progress(self) -> ProgressLine: ...
 
     def data(self, backend: DaemonBackend) -> TestData: ...
 
@@ -148,7 +148,7 @@ class CaseExecution(Execution):
         plan, trades = timeplan.plan_for(test, plan)
         overrun = None if trades else timeplan.overrun(case, plan)  # a trade says what its minimum costs
         for said in (*trades, *([overrun] if overrun else [])):
-            self.session.status.say(f"cuzk: {case.id}: {said}")
+            self.session.progress.say(f"cuzk: {case.id}: {said}")
         return plan, CaseClock(
             wave_s=timeplan.wave_cost(case),
             run_left=lambda: timeplan.left_s(after=nodeid),
@@ -189,7 +189,7 @@ class Running:
     settings: Settings
     rss_peak: Callable[[], int | None]
     mark: Callable[[str], None] | None
-    status: StatusLine
+    progress: ProgressLine
     memory: MemoryReport | None = None
     reported: StatusMemory | None = None
 
@@ -205,7 +205,7 @@ class Running:
             verify=self.backend.profile().verifier(kind),
             mark=self.mark,
             rss_peak=self.rss_peak,
-            status=self.status,
+            progress=self.progress,
         )
 
 
@@ -224,8 +224,8 @@ def running(session: CaseHost, backend: DaemonBackend, what: str) -> Iterator[Ru
     s = session.settings
     pid = backend.pid
     sampler = DaemonSampler(pid, s.sample_interval) if pid else None
-    status = daemon_value(s.status, backend.address)
-    poller = StatusPoller(status) if status else None
+    status_page = daemon_value(s.status, backend.address)
+    poller = StatusPoller(status_page) if status_page else None
     rss_peak: Callable[[], int | None] = sampler.rss_peak_so_far if sampler else lambda: None
     with session.client(backend, rss_peak) as client:
         run = Running(
@@ -235,7 +235,7 @@ def running(session: CaseHost, backend: DaemonBackend, what: str) -> Iterator[Ru
             s,
             rss_peak,
             sampler.mark if sampler else None,
-            session.status,
+            session.progress,
         )
         if sampler:
             sampler.start()

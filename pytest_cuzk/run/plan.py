@@ -41,13 +41,13 @@ import numpy as np
 
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.core.compat import benchmark_whole
-from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.core.progress import ProgressLine
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS
-from pytest_cuzk.run.casefigures import case_samples
 from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.tally import case_samples
 from pytest_cuzk.run.waves import CaseResult, Runner, Wave, check_wave, run_wave
-from pytest_cuzk.wire.units import plural, rough_duration
+from pytest_cuzk.vocab.units import plural, rough_duration
 
 __all__ = [
     "GATE_SHARE",
@@ -136,7 +136,7 @@ class PlanDone(Exception):
 
 def _window_figures(waves: list[Wave]) -> tuple[float, float]:
     """A window's throughput (proofs per hour of its waves' time) and median latency."""
-    ok = [r.wall_s for w in waves for r in w.records if r.ok]
+    ok = [r.latency_s for w in waves for r in w.records if r.ok]
     seconds = sum(w.seconds for w in waves)
     return len(ok) / seconds * 3600 if seconds else 0.0, float(np.median(ok)) if ok else 0.0
 
@@ -315,7 +315,7 @@ class Measurement:
         return ""
 
     def _latencies(self) -> list[float]:
-        return [p.wall_s for p in self.result.ok]
+        return [p.latency_s for p in self.result.ok]
 
     def _mean_wave(self) -> float:
         """Seconds per wave so far, the checks between waves included: what the next wave will cost."""
@@ -389,10 +389,10 @@ def run_case(
     the estimates of the progress line.
     """
     measurement = Measurement(case, runner, plan, into, clock)
-    status = runner.status or StatusLine(tty=False)
+    line = runner.progress or ProgressLine(tty=False)
     try:
-        with status.stage(f"{case.id}: proving"):
-            runner.tick = lambda: status.tick(measurement.progress())
+        with line.stage(f"{case.id}: proving"):
+            runner.tick = lambda: line.tick(measurement.progress())
             drive(measurement, plan.max_waves(case.in_flight), benchmark)
     finally:
         measurement.finish()

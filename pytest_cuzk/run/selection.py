@@ -17,8 +17,8 @@ from pytest_cuzk.config.options import CASE_FIXTURES, uses_cuzk
 from pytest_cuzk.core import transport
 from pytest_cuzk.core.compat import keyword_names, keyword_selects
 from pytest_cuzk.run.cases import item_case
-from pytest_cuzk.wire.kinds import KINDS, ProofKindInfo, UnknownKind, by_name
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.kinds import KINDS, ProofKindInfo, UnknownKind, by_name
+from pytest_cuzk.vocab.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.config.settings import Settings

@@ -27,7 +27,7 @@ from pytest_cuzk.core import compat
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.run.cases import Case, item_case
 from pytest_cuzk.run.plan import PRECISION_BUDGETS, Plan
-from pytest_cuzk.wire.units import plural, rough_duration
+from pytest_cuzk.vocab.units import plural, rough_duration
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import ColdStart

@@ -32,7 +32,7 @@ from pytest_cuzk.core.errors import (
     DeadlineExceeded,
     ProofTimeout,
 )
-from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.core.progress import ProgressLine
 from pytest_cuzk.daemon.client import WATCH_POLL_S, ProofResult, ProvingClient
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.daemon.statuspoll import StatusMemory
@@ -40,8 +40,8 @@ from pytest_cuzk.host.limits import available_memory
 from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.proto import pb
 from pytest_cuzk.run.cases import Case
-from pytest_cuzk.wire.kinds import ProofKindInfo
-from pytest_cuzk.wire.units import format_bytes, plural
+from pytest_cuzk.vocab.kinds import ProofKindInfo
+from pytest_cuzk.vocab.units import format_bytes, plural
 
 __all__ = ["CaseResult", "ProofOutcome", "Runner", "Wave", "await_one", "check_wave", "run_wave"]
 
@@ -50,11 +50,15 @@ _REASON_NUMBERS = re.compile(r"\d+\.\d+(?=s\b)")  # the seconds waited differ pe
 
 @dataclass
 class ProofOutcome:
-    """One proof as the client saw it and as the daemon timed it."""
+    """One proof as the client saw it and as the daemon timed it.
+
+    ``latency_s`` runs on the case's clock: from when the proof was due (its wave's start, or its
+    open-loop offset) to its answer, so a queue in the client counts too.
+    """
 
     job_id: str
     ok: bool
-    wall_s: float
+    latency_s: float
     error: str = ""
     queue_wait_ms: int = 0
     synthesis_ms: int = 0
@@ -82,7 +86,7 @@ class Wave:
     def late(self) -> int:
         """Answers so far that failed or came more than ``late_s`` after they were due."""
         bound = self.late_s if self.late_s is not None else float("inf")
-        return sum(1 for r in self.records if not r.ok or r.wall_s > bound)
+        return sum(1 for r in self.records if not r.ok or r.latency_s > bound)
 
 
 @dataclass
@@ -133,7 +137,7 @@ class Runner:
     verify: Callable[[pb.SubmitProofRequest, bytes], bool] | None = None
     mark: Callable[[str], None] | None = None
     rss_peak: Callable[[], int | None] = lambda: None
-    status: StatusLine | None = None
+    progress: ProgressLine | None = None
     tick: Callable[[], None] = lambda: None  # run_case points it at the case's line while it runs
 
     def requests(self, count: int, what: str) -> list[pb.SubmitProofRequest]:
@@ -247,7 +251,7 @@ def _late_so_far(wave: Wave, sent: list[tuple[float, _Answer]]) -> int:
             late += now - due > wave.late_s
             continue
         rec = fut.result()[0]
-        late += not rec.ok or rec.wall_s > wave.late_s
+        late += not rec.ok or rec.latency_s > wave.late_s
     return late
 
 

@@ -19,10 +19,9 @@ from typing import cast
 
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.daemon.client import ProofResult
+from pytest_cuzk.proto import pb
 from pytest_cuzk.run.waves import ProofOutcome, Runner, await_one
-
-from ..proto import pb
-from ..wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["Background"]
 

@@ -63,7 +63,7 @@ class Tail:
 
     @classmethod
     def of(cls, outcomes: Sequence[ProofOutcome], bound_s: float, planned: int) -> Tail:
-        ok = tuple(round(r.wall_s, 4) for r in outcomes if r.ok)
+        ok = tuple(round(r.latency_s, 4) for r in outcomes if r.ok)
         return cls(ok, bound_s, sum(1 for r in outcomes if not r.ok), max(planned, len(outcomes)))
 
     @property

@@ -20,12 +20,11 @@ from pytest_cuzk.core.outcome import as_outcome
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Execution, Running, running
 from pytest_cuzk.run.waves import CaseResult, ProofOutcome
-
-from .bounds import Budget
-from .figures import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
-from .priority import Priority
-from .server import Server
-from .sweep import Sweep
+from pytest_cuzk.scenarios.bounds import Budget
+from pytest_cuzk.scenarios.priority import Priority
+from pytest_cuzk.scenarios.records import PriorityFigures, ScenarioFigures, ServerFigures, SweepFigures
+from pytest_cuzk.scenarios.server import Server
+from pytest_cuzk.scenarios.sweep import Sweep
 
 __all__ = ["ScenarioExecution"]
 

@@ -16,8 +16,7 @@ from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import Plan, run_case
 from pytest_cuzk.run.waves import CaseResult, Runner
-
-from ..wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["IDLE_PROOFS", "idle_p50", "measure_idle"]
 
@@ -33,5 +32,5 @@ def measure_idle(runner: Runner, case: Case, kind: ProofKindInfo, settings: Sett
 
 def idle_p50(result: CaseResult) -> float | None:
     """The median latency of the idle proofs that completed."""
-    ok = [p.wall_s for p in result.ok]
+    ok = [p.latency_s for p in result.ok]
     return round(float(np.median(ok)), 4) if ok else None

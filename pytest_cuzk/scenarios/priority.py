@@ -18,17 +18,16 @@ from typing import Any, cast
 import numpy as np
 
 from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.proto import pb
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
 from pytest_cuzk.run.waves import ProofOutcome, Runner, Wave, check_wave, run_wave
-
-from ..proto import pb
-from ..wire.kinds import ProofKindInfo
-from .background import Background
-from .bounds import Budget, Tail
-from .figures import PriorityFigures
-from .idle import idle_p50, measure_idle
-from .search import SEED
+from pytest_cuzk.scenarios.background import Background
+from pytest_cuzk.scenarios.bounds import Budget, Tail
+from pytest_cuzk.scenarios.idle import idle_p50, measure_idle
+from pytest_cuzk.scenarios.records import PriorityFigures
+from pytest_cuzk.scenarios.search import SEED
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 __all__ = ["Priority"]
 
@@ -40,7 +39,7 @@ class Priority:
         assert case.background is not None, "a priority case names its background kind"
         self.case, self.post, self.load = case, case.kind, case.background
         self.runner, self.load_runner = run.runner(case.kind), run.runner(case.background)
-        self.status = run.status
+        self.progress = run.progress
         self.settings = settings
         self.budget = budget
         self.slo = settings.slo.get(self.post.name) or run.backend.profile().slo(self.post, self.load)
@@ -83,17 +82,17 @@ class Priority:
     def _under(self, load: Background) -> None:
         """Start the load, wait for its steady state, then send the PoSt proofs one at a time."""
         what = f"{self.load.name} load of {load.depth} in flight"
-        with self.status.stage(
+        with self.progress.stage(
             f"{self.case.id}: {self.load.name} load starting", self.settings.proof_timeout
         ):
-            self.runner.tick = self.status.tick
+            self.runner.tick = self.progress.tick
             load.start()
             load.first_answer(lambda: self.runner.watch(what), self.settings.proof_timeout)
         if load.error is not None:
             raise load.error
         rng = np.random.default_rng(SEED)
         start, last = time.monotonic(), self.bound_s
-        with self.status.stage(f"{self.case.id}: {self.post.name} proofs under {what}"):
+        with self.progress.stage(f"{self.case.id}: {self.post.name} proofs under {what}"):
             while not (why := self._done(load)):
                 gap = float(rng.uniform(0, self.load_idle_p50 or 0.0))
                 if why := self.budget.admit(gap + last, 1, least=len(self.probes) < self.settings.proofs):
@@ -116,13 +115,13 @@ class Priority:
         """One PoSt proof with Curio's priority for it, due ``gap`` seconds from now; its latency."""
         req = self.runner.make_request()
         req.priority = cast("pb.Priority", self.post.default_priority)
-        self.runner.tick = lambda: self.status.tick(f"{len(self.probes)} done, bound {self.bound_s:.2f} s")
+        self.runner.tick = lambda: self.progress.tick(f"{len(self.probes)} done, bound {self.bound_s:.2f} s")
         wave = run_wave(self.runner, self.post, Wave([req], offsets=[gap]))
         (record,) = check_wave(self.runner, self.post, wave)
         self.probes.append(record)
         self.proofs.append(record)
         self.budget.spend(1)
-        return record.wall_s
+        return record.latency_s
 
     def figures(self, **shared: Any) -> PriorityFigures:
         tail = Tail.of(self.probes, self.bound_s, max(self.settings.proofs, len(self.probes)))

@@ -20,11 +20,10 @@ from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
 from pytest_cuzk.run.waves import ProofOutcome, Wave, check_wave, run_wave
-
-from .bounds import Budget, Tail
-from .figures import RateStep, ServerFigures
-from .idle import idle_p50, measure_idle
-from .search import RateSearch, arrival_offsets
+from pytest_cuzk.scenarios.bounds import Budget, Tail
+from pytest_cuzk.scenarios.idle import idle_p50, measure_idle
+from pytest_cuzk.scenarios.records import RateStep, ServerFigures
+from pytest_cuzk.scenarios.search import RateSearch, arrival_offsets
 
 __all__ = ["STEPS_PER_BUDGET", "Server"]
 
@@ -37,7 +36,7 @@ class Server:
 
     def __init__(self, case: Case, run: Running, settings: Settings, budget: Budget) -> None:
         self.case = case
-        self.status = run.status
+        self.progress = run.progress
         self.runner = run.runner(case.kind)
         self.settings = settings
         self.budget = budget
@@ -87,14 +86,14 @@ class Server:
 
     def step(self, rate: float, offsets: list[float]) -> RateStep:
         """Poisson arrivals at ``rate`` per hour; the step's verdict against the bound."""
-        runner, kind, status = self.runner, self.case.kind, self.status
+        runner, kind, line = self.runner, self.case.kind, self.progress
         arrivals = f"{self.case.id}: {len(offsets)} arrivals at {rate:.1f}/h"
         requests = runner.requests(len(offsets), arrivals)  # built before the step: not in its time
         wave = Wave(requests, offsets=offsets, late_s=self.bound_s, late_allowed=len(offsets) // 100)
         if runner.mark is not None:
             runner.mark(f"{rate:.0f}/h")
-        with status.stage(f"{self.case.id}: Poisson arrivals at {rate:.1f}/h"):
-            runner.tick = lambda: status.tick(f"{len(offsets)} arrivals, bound {self.bound_s:.2f} s")
+        with line.stage(f"{self.case.id}: Poisson arrivals at {rate:.1f}/h"):
+            runner.tick = lambda: line.tick(f"{len(offsets)} arrivals, bound {self.bound_s:.2f} s")
             run_wave(runner, kind, wave)
         outcomes = check_wave(runner, kind, wave)
         self.proofs += outcomes

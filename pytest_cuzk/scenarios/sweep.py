@@ -16,14 +16,13 @@ from typing import Any
 
 from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.measure import stats
-from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.execution import Running
 from pytest_cuzk.run.plan import Plan, run_case
+from pytest_cuzk.run.tally import case_figures
 from pytest_cuzk.run.waves import ProofOutcome
-
-from .bounds import Budget
-from .figures import SweepFigures, SweepPoint
+from pytest_cuzk.scenarios.bounds import Budget
+from pytest_cuzk.scenarios.records import SweepFigures, SweepPoint
 
 __all__ = ["FLAT_LEVELS", "GAIN_PCT", "MAX_CONCURRENCY", "Sweep", "knee"]
 

@@ -20,8 +20,8 @@ from matplotlib.figure import Figure, SubFigure
 from matplotlib.text import Text
 
 from pytest_cuzk.measure.memory import MemoryReport
-from pytest_cuzk.scenarios.figures import ScenarioFigures, SweepFigures
-from pytest_cuzk.wire.units import MIB
+from pytest_cuzk.scenarios.records import ScenarioFigures, SweepFigures
+from pytest_cuzk.vocab.units import MIB
 
 if TYPE_CHECKING:
     from pytest_cuzk.measure.figures import Figures

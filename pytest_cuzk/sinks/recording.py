@@ -19,8 +19,8 @@ from pytest_cuzk.config.values import daemon_value
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.results.rows import RunRecord, TestRecord
-from pytest_cuzk.wire.redact import redact
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.redact import redact
+from pytest_cuzk.vocab.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.results.database import ResultsDB

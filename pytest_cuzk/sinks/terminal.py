@@ -22,12 +22,12 @@ from pytest_cuzk.sinks.tables import table
 from pytest_cuzk.sinks.view import config_info
 from pytest_cuzk.verdicts.baseline import compared_with
 from pytest_cuzk.verdicts.gates import compared
-from pytest_cuzk.wire.units import format_bytes, plural, rough_duration
+from pytest_cuzk.vocab.units import format_bytes, plural, rough_duration
 
 if TYPE_CHECKING:
     from pytest_cuzk.backends.protocol import DaemonBackend
     from pytest_cuzk.measure.ledger import MetricValues
-    from pytest_cuzk.scenarios.figures import ScenarioFigures
+    from pytest_cuzk.scenarios.records import ScenarioFigures
     from pytest_cuzk.sinks.view import RunView
 
 __all__ = ["compare_lines", "header_lines", "metric_deltas", "scenario_lines", "stage_line", "summary_lines"]
@@ -234,7 +234,7 @@ def scenario_lines(scenarios: Sequence[ScenarioFigures]) -> list[str]:
 
 
 def _daemon_lines(daemons: Iterable[DaemonBackend]) -> list[str]:
-    """Each build once, with the daemons that run it: a fleet of one build is one line, not one per host."""
+    """Each build once, with the daemons that run it: one build on several hosts is one line."""
     builds: dict[str, list[DaemonBackend]] = {}
     for b in daemons:
         builds.setdefault(b.profile().identity(), []).append(b)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pytest_cuzk.data.testdata import TestData
     from pytest_cuzk.measure.figures import Figures
     from pytest_cuzk.measure.ledger import MetricLedger
-    from pytest_cuzk.scenarios.figures import ScenarioFigures
+    from pytest_cuzk.scenarios.records import ScenarioFigures
 
 __all__ = ["RunView", "config_info"]
 

@@ -10,7 +10,7 @@ from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.session import CuzkSession
-from pytest_cuzk.wire.kinds import ProofKindInfo
+from pytest_cuzk.vocab.kinds import ProofKindInfo
 
 
 def _counters(client: ProvingClient, kind: ProofKindInfo) -> tuple[float, float, float, float]:

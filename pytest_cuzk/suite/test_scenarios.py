@@ -14,7 +14,7 @@ import pytest
 if TYPE_CHECKING:  # collecting the suite loads nothing of the measurement
     from pytest_cuzk.run.cases import Case
     from pytest_cuzk.scenarios.execution import ScenarioExecution
-    from pytest_cuzk.scenarios.figures import ScenarioFigures
+    from pytest_cuzk.scenarios.records import ScenarioFigures
 
 
 def _no_failed_proof(record: ScenarioFigures) -> None:

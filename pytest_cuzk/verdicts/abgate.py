@@ -23,7 +23,7 @@ from pytest_cuzk.core.errors import CuzkWarning
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, Figures, regression, worse_interval
 from pytest_cuzk.verdicts.comparison import Change, Side, Undecided, compare
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.units import plural
 
 if TYPE_CHECKING:
     from pytest_cuzk.measure.paired import PairedAB

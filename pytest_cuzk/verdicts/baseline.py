@@ -27,7 +27,7 @@ from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.run.plan import GATE_SHARE, Plan
 from pytest_cuzk.verdicts.runspread import saved_runs_beside
-from pytest_cuzk.wire.daemonconfig import config_changes
+from pytest_cuzk.vocab.daemonconfig import config_changes
 
 if TYPE_CHECKING:
     from pytest_cuzk.run.cases import Case

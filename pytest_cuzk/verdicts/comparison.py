@@ -34,7 +34,7 @@ from scipy import stats as sps
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import Figures, Metric, Samples, regression, worse_interval
 from pytest_cuzk.verdicts.runspread import RunSpread, SavedRuns
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.units import plural
 
 __all__ = ["BUSIER_PCT", "Change", "Side", "Undecided", "against_saved", "compare", "in_words"]
 
@@ -214,7 +214,7 @@ def compare(metric: Metric, before: Side, after: Side, limit: float | None = Non
     """The change from ``before`` to ``after``: of their figures, tested on the samples where both have them.
 
     The figures are each side's own (a run's recorded figure, what its summary printed; a pool's
-    by ``perf.queries.figure``), never re-estimated from the samples: a throughput's windows hold
+    by ``fleet.queries.figure``), never re-estimated from the samples: a throughput's windows hold
     unequal numbers of proofs, so their mean rate is not the run's proofs over its timed seconds.
     The samples give the interval of the change and its test.
     """

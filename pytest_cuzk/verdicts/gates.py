@@ -25,7 +25,7 @@ from pytest_cuzk.verdicts.abgate import ab_changes
 from pytest_cuzk.verdicts.baseline import Baseline, describe_run
 from pytest_cuzk.verdicts.comparison import Change, Undecided, against_saved
 from pytest_cuzk.verdicts.runspread import SavedRuns, saved_runs
-from pytest_cuzk.wire.units import format_bytes
+from pytest_cuzk.vocab.units import format_bytes
 
 if TYPE_CHECKING:
     from pytest_cuzk.run.cases import Case

@@ -31,7 +31,7 @@ from pytest_cuzk.core.compat import SavedRun
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import Figures, Metric
-from pytest_cuzk.wire.units import plural
+from pytest_cuzk.vocab.units import plural
 
 __all__ = ["MIN_RUNS", "PRIOR_CV", "RunSpread", "SavedRuns", "saved_runs", "saved_runs_beside"]
 

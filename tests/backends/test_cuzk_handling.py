@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_support import copy_params, fill, tmpfs
-from support import PROVE_SOURCE, ref_daemons
+from helpers.engine_support import copy_params, fill, tmpfs
+from helpers.support import PROVE_SOURCE, ref_daemons
 
 from pytest_cuzk.backends.process import DaemonProcess, daemon_config, listen_address
 from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile
@@ -28,7 +28,7 @@ from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.data.manifest import load_manifest
 from pytest_cuzk.refengine.gendata import generate
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 HANGS = "[ref.faults]\nhang_at_proof = 1\n"
 

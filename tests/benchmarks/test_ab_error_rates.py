@@ -47,7 +47,7 @@ from queue import Queue
 
 import numpy as np
 import pytest
-from support import drifting_neighbours, gate_verdict, run_ref_case
+from helpers.support import drifting_neighbours, gate_verdict, run_ref_case
 
 RUNS = int(os.environ.get("CUZK_AB_BENCH_RUNS", "10"))
 KIND = os.environ.get("CUZK_AB_BENCH_KIND", "porep")

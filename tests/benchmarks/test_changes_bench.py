@@ -23,10 +23,10 @@ import os
 import numpy as np
 import pytest
 
+from pytest_cuzk.fleet.changes import find
+from pytest_cuzk.fleet.edivisive import MAX_P, MIN_RUNS
+from pytest_cuzk.fleet.series import Point, Series
 from pytest_cuzk.measure.figures import METRICS
-from pytest_cuzk.perf.changes import find
-from pytest_cuzk.perf.edivisive import MAX_P, MIN_RUNS
-from pytest_cuzk.perf.series import Point, Series
 
 TRIALS = int(os.environ.get("CUZK_CHANGES_BENCH_TRIALS", "500"))
 RUNS = 30

@@ -27,7 +27,7 @@ from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.config import RefConfig
 from pytest_cuzk.refengine.engine import Engine
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -25,10 +25,10 @@ import grpc
 import psutil
 import pytest
 import tomli_w
-from engine_support import RefData, connect, rss_over_garbage_requests, tmpfs, write_config
-from faultbench import OLD, Run, files_in, row, run_pytest
-from httpserver import FileServer
-from support import PROVE_SOURCE, QUICK_PLAN, ref_daemons
+from helpers.engine_support import RefData, connect, rss_over_garbage_requests, tmpfs, write_config
+from helpers.faultbench import OLD, Run, files_in, row, run_pytest
+from helpers.httpserver import FileServer
+from helpers.support import PROVE_SOURCE, QUICK_PLAN, ref_daemons
 
 from pytest_cuzk.backends.choice import choose
 from pytest_cuzk.backends.reference import ref_preset
@@ -38,7 +38,7 @@ from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.gendata import generate
-from pytest_cuzk.wire.redact import MASK
+from pytest_cuzk.vocab.redact import MASK
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -19,14 +19,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from faultbench import NEW, OLD, files_in, row
-from httpserver import FileServer
-from support import log_line, timed_ensure
+from helpers.faultbench import NEW, OLD, files_in, row
+from helpers.httpserver import FileServer
+from helpers.support import log_line, timed_ensure
 
 from pytest_cuzk.core.errors import DataUnavailable
 from pytest_cuzk.data.manifest import load_manifest
 from pytest_cuzk.data.store import DataStore
-from pytest_cuzk.wire.vanilla import largest_file
+from pytest_cuzk.vocab.vanilla import largest_file
 
 if sys.version_info >= (3, 11):
     pass
@@ -38,7 +38,7 @@ def _download(tmp: Path, url: str, extra: str = "", **store: float) -> tuple[str
     (tmp / "m").mkdir(parents=True, exist_ok=True)
     (tmp / "m" / "manifest.toml").write_text(f'[kinds.porep]\nfile = "c1.json"\nurl = "{url}"\n{extra}')
     manifest = load_manifest(tmp / "m" / "manifest.toml")
-    data = DataStore(tmp / "cache", status=log_line(), **store)  # type: ignore[arg-type]
+    data = DataStore(tmp / "cache", progress=log_line(), **store)  # type: ignore[arg-type]
     started = time.monotonic()
     try:
         body = data.ensure(manifest.entries["porep"][0], manifest).read_bytes()

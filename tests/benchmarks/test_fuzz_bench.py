@@ -1,8 +1,8 @@
-"""The long fuzz: 20,000 malformed requests per personality against a cuzk-ref process, bounded in time.
+"""The long fuzz: 20,000 malformed requests per behaviour against a cuzk-ref process, bounded in time.
 
 Prints, in rounds of 5,000, the requests sent, the status counts, the crashes (there must be
-none) and the daemon's RSS. The protocol personality keeps the last 1,000 results, so its RSS
-levels off; the cuzk personality keeps every result by id for ever, as cuzk does, so its RSS
+none) and the daemon's RSS. The protocol behaviour keeps the last 1,000 results, so its RSS
+levels off; the cuzk behaviour keeps every result by id for ever, as cuzk does, so its RSS
 grows with every job. Run: ``pytest tests/benchmarks/test_fuzz_bench.py --figures -s``.
 """
 
@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from engine_support import Daemon, RefData, write_config
-from fuzzing import fuzz
+from helpers.engine_support import Daemon, RefData, write_config
+from helpers.fuzzing import fuzz
 
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 ROUNDS, PER_ROUND, ROUND_SECONDS = 4, 5_000, 60.0
 

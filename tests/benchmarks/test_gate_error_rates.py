@@ -29,7 +29,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from support import drifting_neighbours, gate_verdict, run_ref_case
+from helpers.support import drifting_neighbours, gate_verdict, run_ref_case
 
 PAIRS = int(os.environ.get("CUZK_GATE_BENCH_PAIRS", "10"))
 SLOW = float(os.environ.get("CUZK_GATE_BENCH_SLOW", "1.10"))

@@ -29,7 +29,7 @@ from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.gpu import open_gpu
 from pytest_cuzk.refengine.prover import RefProver
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -29,7 +29,7 @@ from pytest_cuzk.refengine.pce import load_pce, pce_path
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.r1cs import ConstraintSystem, WitnessCS
 from pytest_cuzk.refengine.witness_pool import WitnessPool, partition_witness, usable_cpus
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import ref_daemons
+from helpers.support import ref_daemons
 
 from pytest_cuzk.refengine.config import default_param_cache
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import not_an_xdist_worker
+from helpers.support import not_an_xdist_worker
 
 from pytest_cuzk.core import compat
 

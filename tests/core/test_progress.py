@@ -8,7 +8,7 @@ import io
 import pytest
 
 from pytest_cuzk.core import progress
-from pytest_cuzk.core.progress import StatusLine
+from pytest_cuzk.core.progress import ProgressLine
 
 
 class Clock:
@@ -26,8 +26,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     return fake
 
 
-def _line(out: io.StringIO, tty: bool) -> StatusLine:
-    return StatusLine(lambda: contextlib.nullcontext(out), tty=tty)
+def _line(out: io.StringIO, tty: bool) -> ProgressLine:
+    return ProgressLine(lambda: contextlib.nullcontext(out), tty=tty)
 
 
 def test_a_ci_log_gets_a_line_every_15_seconds_of_a_long_wait_and_none_of_a_short_one(clock):

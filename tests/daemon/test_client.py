@@ -36,7 +36,7 @@ from pytest_cuzk.daemon.client import (
 )
 from pytest_cuzk.daemon.errormap import ERROR_CLASSES
 from pytest_cuzk.proto import pb, pb_grpc
-from pytest_cuzk.wire.addresses import Address, parse_address
+from pytest_cuzk.vocab.addresses import Address, parse_address
 
 MiB = 1024 * 1024
 HANG_S = 10.0  # how long "sleep-*" jobs block unless the server shuts down first
@@ -299,7 +299,7 @@ def test_submit_then_await_round_trips_fields_and_timings(client: ProvingClient,
         3,
         4,
     )
-    assert result.total_ms == 10 and 0 < result.wall_s < 5
+    assert result.total_ms == 10 and 0 < result.rpc_s < 5
     assert result.raw is not None and result.raw.proof == result.proof
     assert result.raise_for_status() is result
     assert engine.await_timeouts[request.request_id] == 5000
@@ -359,7 +359,7 @@ def test_parse_metrics_keeps_every_sample_with_sorted_labels() -> None:
 def test_preload_and_evict_srs(client: ProvingClient) -> None:
     circuit = f"wpost-{client.target.replace(':', '-')}-32g"
     first = client.preload_srs(circuit, timeout_s=5)
-    assert (first.already_loaded, first.load_time_ms) == (False, 1234) and first.wall_s > 0
+    assert (first.already_loaded, first.load_time_ms) == (False, 1234) and first.rpc_s > 0
     assert client.preload_srs(circuit, timeout_s=5).already_loaded is True
     assert circuit in [s.circuit_id for s in client.status().loaded_srs]
     assert client.evict_srs(circuit).was_loaded is True
@@ -546,4 +546,4 @@ def test_wait_ready_runs_its_check_before_each_attempt_and_stops_when_it_raises(
 
 def test_proof_result_names_unknown_status_numbers() -> None:
     raw = pb.AwaitProofResponse(job_id="j", status=9)
-    assert ProofResult.from_pb(raw, wall_s=0.1).status_name == "status 9"
+    assert ProofResult.from_pb(raw, rpc_s=0.1).status_name == "status 9"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from engine_support import FP
+from helpers.engine_support import FP
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
 from pytest_cuzk.core.errors import ProofStructureError
 from pytest_cuzk.daemon.proofcheck import G1_LEN, G2_LEN, check_proof
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 OFFSETS = {"A": 0, "B": G1_LEN, "C": G1_LEN + G2_LEN}
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from engine_support import tmpfs
-from httpserver import FileServer
-from support import c1_wrapper, log_line, timed_ensure
+from helpers.engine_support import tmpfs
+from helpers.httpserver import FileServer
+from helpers.support import c1_wrapper, log_line, timed_ensure
 
 from pytest_cuzk.core import progress
 from pytest_cuzk.core.errors import DataDirUnwritable, DataUnavailable, ManifestError
@@ -25,7 +25,7 @@ from pytest_cuzk.data import store as datastore
 from pytest_cuzk.data.manifest import Manifest, load_manifest
 from pytest_cuzk.data.store import DataStore
 from pytest_cuzk.data.testdata import DEFAULT_MANIFEST
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 # A whole C1 output wrapper (about 1 MB): a download that no sha256 pins must parse as one.
 PAYLOAD = c1_wrapper(1, 750_000)
@@ -47,7 +47,7 @@ def log() -> io.StringIO:
 
 @pytest.fixture
 def store(tmp_path: Path, log: io.StringIO) -> DataStore:
-    return DataStore(tmp_path / "cache", status=log_line(log))
+    return DataStore(tmp_path / "cache", progress=log_line(log))
 
 
 def write_manifest(tmp_path: Path, body: str) -> Manifest:
@@ -89,7 +89,7 @@ def test_cached_file_is_not_fetched_nor_hashed_again(tmp_path, server, store, mo
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     store.ensure(manifest.entries["porep"][0], manifest)
     hashed = counting_hashes(monkeypatch)
-    again = DataStore(tmp_path / "cache", status=log_line())
+    again = DataStore(tmp_path / "cache", progress=log_line())
     path = again.ensure(manifest.entries["porep"][0], manifest)
     assert (server.count(), hashed) == (1, [])
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
@@ -122,7 +122,7 @@ def test_interrupted_transfer_resumes_with_range(tmp_path, server, store):
 
 def test_the_record_of_a_part_keeps_no_secret_of_its_url(tmp_path, server):
     """A cut transfer leaves its ``.part`` and a record of where it came from; the token stays out."""
-    store = DataStore(tmp_path / "cache", status=log_line())
+    store = DataStore(tmp_path / "cache", progress=log_line())
     url = server.add("/c1.json?token=s3cret", PAYLOAD).replace("//", "//T0ken@")
     manifest = porep_manifest(tmp_path, url)
     server.rules.cuts["/c1.json?token=s3cret"] = [600_000] + [0] * (datastore.ATTEMPTS - 1)
@@ -214,11 +214,11 @@ def test_reference_engine_data_points_at_gen_data(tmp_path, store):
 
 def test_offline_never_touches_the_network(tmp_path, server):
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
-    offline = DataStore(tmp_path / "cache", offline=True, status=log_line())
+    offline = DataStore(tmp_path / "cache", offline=True, progress=log_line())
     with pytest.raises(DataUnavailable, match=r"offline mode \(--cuzk-offline\)"):
         offline.ensure(manifest.entries["porep"][0], manifest)
     assert server.requests == []
-    DataStore(tmp_path / "cache", status=log_line()).ensure(manifest.entries["porep"][0], manifest)
+    DataStore(tmp_path / "cache", progress=log_line()).ensure(manifest.entries["porep"][0], manifest)
     assert offline.ensure(manifest.entries["porep"][0], manifest).read_bytes() == PAYLOAD
     assert server.count() == 1
 
@@ -310,7 +310,7 @@ def test_ensure_all_maps_each_kind_to_a_path_or_the_reason(tmp_path, server, sto
 def _ensure_in_child(cache: str, manifest_path: str, barrier) -> None:
     manifest = load_manifest(Path(manifest_path))
     barrier.wait(timeout=60)
-    DataStore(Path(cache), status=log_line()).ensure(manifest.entries["porep"][0], manifest)
+    DataStore(Path(cache), progress=log_line()).ensure(manifest.entries["porep"][0], manifest)
 
 
 @pytest.mark.e2e  # two processes
@@ -452,7 +452,7 @@ request = {sector_number = 2}
     assert [e.file for e in manifest.entries["porep"]] == ["c1-a.json", "c1-b.json"]
     assert [e.entry_key for e in manifest.entries["porep"]] == ["kinds.porep[0]", "kinds.porep[1]"]
     (manifest.dir / "c1-a.json").write_bytes(b"a")
-    store = DataStore(tmp_path / "cache", status=log_line())
+    store = DataStore(tmp_path / "cache", progress=log_line())
     (found,) = store.ensure_all(manifest, ["porep"]).values()
     assert isinstance(found, DataUnavailable), "one missing sector makes the kind unavailable"
     assert found.entry_key == "kinds.porep[1]"
@@ -497,7 +497,7 @@ def test_test_data_raises_why_a_kind_cannot_be_had_and_says_it_is_not_available(
 
 def test_a_cut_download_with_no_length_and_no_sha256_is_never_placed_nor_pinned(tmp_path, server):
     said = io.StringIO()
-    store = DataStore(tmp_path / "cache", status=log_line(said))
+    store = DataStore(tmp_path / "cache", progress=log_line(said))
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD), sha256=None)
     server.leave_out(length=True)
     server.cut_after("/c1.json", len(PAYLOAD) // 2, times=datastore.ATTEMPTS)
@@ -510,7 +510,7 @@ def test_a_cut_download_with_no_length_and_no_sha256_is_never_placed_nor_pinned(
 
 def test_a_whole_download_with_no_length_is_trusted_on_first_use_and_says_so(tmp_path, server):
     said = io.StringIO()
-    store = DataStore(tmp_path / "cache", status=log_line(said))
+    store = DataStore(tmp_path / "cache", progress=log_line(said))
     manifest = write_manifest(
         tmp_path, f'[kinds.porep]\nfile = "c1.json"\nurl = "{server.add("/c1.json", PAYLOAD)}"\n'
     )
@@ -539,7 +539,7 @@ def test_a_resume_without_a_validator_starts_over(tmp_path, server, store):
 
 
 def test_a_stalled_server_is_given_up_after_the_stall_deadline(tmp_path, server):
-    store = DataStore(tmp_path / "cache", status=log_line(), stall_s=0.5)
+    store = DataStore(tmp_path / "cache", progress=log_line(), stall_s=0.5)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.slow(3.0)
     started = time.monotonic()
@@ -551,7 +551,7 @@ def test_a_stalled_server_is_given_up_after_the_stall_deadline(tmp_path, server)
 
 
 def test_a_trickling_server_is_given_up_at_the_overall_deadline(tmp_path, server):
-    store = DataStore(tmp_path / "cache", status=log_line(), deadline_s=1.0)
+    store = DataStore(tmp_path / "cache", progress=log_line(), deadline_s=1.0)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.trickle(0.01)
     with pytest.raises(DataUnavailable, match=r"was still sending after 1 s \(\d+ bytes so far"):
@@ -572,7 +572,7 @@ def test_a_206_of_another_version_is_never_spliced_onto_the_part(tmp_path, serve
 
 def test_headers_trickled_a_byte_at_a_time_meet_the_stall_time(tmp_path, server):
     """A head's bytes are no progress: it must arrive whole within --cuzk-download-stall."""
-    store = DataStore(tmp_path / "cache", status=log_line(), stall_s=1.0, deadline_s=30.0)
+    store = DataStore(tmp_path / "cache", progress=log_line(), stall_s=1.0, deadline_s=30.0)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.trickle_headers(0.2)
     started = time.monotonic()
@@ -585,7 +585,7 @@ def test_headers_trickled_a_byte_at_a_time_meet_the_stall_time(tmp_path, server)
 
 
 def test_headers_trickled_past_the_deadline_are_cut_at_it(tmp_path, server):
-    store = DataStore(tmp_path / "cache", status=log_line(), stall_s=60.0, deadline_s=2.5)
+    store = DataStore(tmp_path / "cache", progress=log_line(), stall_s=60.0, deadline_s=2.5)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.trickle_headers(0.5)
     started = time.monotonic()
@@ -597,7 +597,7 @@ def test_headers_trickled_past_the_deadline_are_cut_at_it(tmp_path, server):
 
 @pytest.mark.parametrize("nbytes", [12, 40, 90])  # in the status line, in a header, before the blank line
 def test_a_head_cut_short_is_a_broken_transfer_not_an_empty_file(tmp_path, server, nbytes):
-    store = DataStore(tmp_path / "cache", status=log_line())
+    store = DataStore(tmp_path / "cache", progress=log_line())
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.cut_head("/c1.json", nbytes, times=datastore.ATTEMPTS)
     with pytest.raises(DataUnavailable, match=f"failed {datastore.ATTEMPTS} times") as info:
@@ -608,7 +608,7 @@ def test_a_head_cut_short_is_a_broken_transfer_not_an_empty_file(tmp_path, serve
 
 
 def test_the_head_cut_inside_its_headers_is_named(tmp_path, server):
-    store = DataStore(tmp_path / "cache", status=log_line())
+    store = DataStore(tmp_path / "cache", progress=log_line())
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.cut_head("/c1.json", 90, times=datastore.ATTEMPTS)
     with pytest.raises(DataUnavailable, match=r"the connection ended inside the response head, after 90 "):
@@ -617,7 +617,7 @@ def test_the_head_cut_inside_its_headers_is_named(tmp_path, server):
 
 def test_attempts_back_off(tmp_path, server):
     """urllib3's backoff between attempts: none before the second, a second before the third."""
-    store = DataStore(tmp_path / "cache", status=log_line())
+    store = DataStore(tmp_path / "cache", progress=log_line())
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.cut_after("/c1.json", 0, times=datastore.ATTEMPTS)
     seen: list[float] = []
@@ -630,7 +630,7 @@ def test_attempts_back_off(tmp_path, server):
 
 
 def test_a_busy_server_is_asked_again(tmp_path, server):
-    store = DataStore(tmp_path / "cache", status=log_line())
+    store = DataStore(tmp_path / "cache", progress=log_line())
     manifest = porep_manifest(tmp_path, server.url("/c1.json"))
     with pytest.raises(DataUnavailable, match=r"failed 3 times \(the last: .* answered HTTP 503"):
         server.unavailable("/c1.json", times=datastore.ATTEMPTS)
@@ -645,7 +645,7 @@ def test_a_ci_log_shows_a_download_that_gets_no_byte(tmp_path, server, monkeypat
     """The wait for a head that trickles is shown like every other wait, though no byte of a body came."""
     monkeypatch.setattr(progress, "LOG_EVERY_S", 0.5)
     out = io.StringIO()
-    store = DataStore(tmp_path / "cache", status=log_line(out), stall_s=60.0, deadline_s=2.2)
+    store = DataStore(tmp_path / "cache", progress=log_line(out), stall_s=60.0, deadline_s=2.2)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.trickle_headers(0.3)
     with pytest.raises(DataUnavailable, match=r"was still sending after 2\.2 s"):
@@ -656,7 +656,7 @@ def test_a_ci_log_shows_a_download_that_gets_no_byte(tmp_path, server, monkeypat
 
 
 def test_too_many_redirects_are_said_once(tmp_path, server):
-    store = DataStore(tmp_path / "cache", status=log_line())
+    store = DataStore(tmp_path / "cache", progress=log_line())
     manifest = porep_manifest(tmp_path, server.url("/c1.json"))
     server.redirect("/c1.json", "/c1.json")
     with pytest.raises(DataUnavailable, match=r"Exceeded 30 redirects\. ") as info:
@@ -665,7 +665,7 @@ def test_too_many_redirects_are_said_once(tmp_path, server):
 
 
 def test_one_deadline_holds_across_the_retries(tmp_path, server):
-    store = DataStore(tmp_path / "cache", status=log_line(), deadline_s=1.5)
+    store = DataStore(tmp_path / "cache", progress=log_line(), deadline_s=1.5)
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     server.slow(0.6)  # each attempt: 0.6 s, one chunk, then the cut
     server.cut_after("/c1.json", 64 * 1024, times=datastore.ATTEMPTS)
@@ -725,7 +725,7 @@ def test_a_close_delimited_body_longer_than_the_manifest_size_stops_there_and_na
 @pytest.mark.parametrize("announced", [True, False])
 def test_a_body_larger_than_any_request_is_refused_once_and_not_kept(tmp_path, server, store, announced):
     """No size in the manifest: the bound is the largest request cuzk accepts (128 MiB for a C1 file)."""
-    from pytest_cuzk.wire.vanilla import largest_file
+    from pytest_cuzk.vocab.vanilla import largest_file
 
     limit = largest_file("porep")
     manifest = porep_manifest(tmp_path, server.add_huge("/c1.json", limit + (1 << 20)), sha256=None)
@@ -790,7 +790,7 @@ SHAPE = "StackedDrg32GiBV1"
     ],
 )  # fmt: skip
 def test_a_file_is_held_to_its_kinds_real_format(kind, raw, problem):
-    from pytest_cuzk.wire.vanilla import format_problem, shape_problem
+    from pytest_cuzk.vocab.vanilla import format_problem, shape_problem
 
     found = format_problem(kind, raw)
     assert (found is None) if problem is None else (problem in (found or "")), found
@@ -817,7 +817,7 @@ def test_a_cache_that_cannot_be_written_names_the_file_fails_at_once_and_leaves_
     """A full or read-only --cuzk-data-dir is no broken transfer: one try, the file named, no .part kept."""
     manifest = porep_manifest(tmp_path, server.add("/c1.json", PAYLOAD))
     with tmpfs(tmp_path / "cache", size="64k", read_only=read_only) as cache:
-        store = DataStore(cache, status=log_line())
+        store = DataStore(cache, progress=log_line())
         with pytest.raises(DataDirUnwritable) as info:
             store.ensure(manifest.entries["porep"][0], manifest)
         left = sorted(p.name for p in cache.iterdir())
@@ -839,7 +839,7 @@ def test_a_cache_file_that_is_a_directory_is_named_as_unusable_not_unwritable(tm
     cache = tmp_path / "cache"
     (cache / "c1.json.lock").mkdir(parents=True)
     with pytest.raises(DataDirUnwritable) as info:
-        DataStore(cache, status=log_line()).ensure(manifest.entries["porep"][0], manifest)
+        DataStore(cache, progress=log_line()).ensure(manifest.entries["porep"][0], manifest)
     assert str(info.value) == (
         f"cannot use {cache / 'c1.json.lock'}: Is a directory; "
         "check that directory, or pass --cuzk-data-dir DIR"

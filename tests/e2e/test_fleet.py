@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from support import PROVE_SOURCE, QUICK_PLAN, ref_daemons
+from helpers.support import PROVE_SOURCE, QUICK_PLAN, ref_daemons
 
 from pytest_cuzk.results.database import ResultsDB
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from support import PROVE_SOURCE
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.config.options import renamed
 from pytest_cuzk.config.settings import resolve_settings
@@ -92,7 +92,7 @@ def test_a_run_under_the_former_name_warns(inner) -> None:
 
 def test_one_binary_under_two_configs_is_two_builds_and_compare_names_the_keys(inner, tmp_path, capsys):
     """A normal run and a slow_factor = 1.25 one were one build, and cuzk-perf compared it with itself."""
-    from pytest_cuzk.perf.cli import main
+    from pytest_cuzk.fleet.cli import main
 
     url = f"sqlite:///{tmp_path / 'results.db'}"
     builds = []

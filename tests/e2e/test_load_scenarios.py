@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support import SCENARIOS_SOURCE
+from helpers.support import SCENARIOS_SOURCE
 
 FILES = {"test_scenarios": SCENARIOS_SOURCE}
 SHORT = (
@@ -47,7 +47,7 @@ def test_winning_post_under_porep_load_meets_its_bound(inner, tmp_path: Path):
 
 def test_winning_post_behind_every_queued_porep_misses_its_bound_with_the_fifo_fault(inner, tmp_path: Path):
     config = tmp_path / "fifo.toml"
-    # The protocol personality cancels the load's queued proofs when the run stops: no wait for them.
+    # The protocol behaviour cancels the load's queued proofs when the run stops: no wait for them.
     config.write_text('[ref]\nbehave = "protocol"\n[ref.faults]\nfifo = true\n')
     result = inner(FILES, "-k", WINNING_UNDER_POREP, *SHORT, f"--cuzk-config={config}")
     result.assert_outcomes(failed=1)

@@ -9,8 +9,8 @@ import signal
 import time
 
 import pytest
-from engine_support import tmpfs
-from support import PROVE_SOURCE, SUITE, process_gone, ref_daemons
+from helpers.engine_support import tmpfs
+from helpers.support import PROVE_SOURCE, SUITE, process_gone, ref_daemons
 
 RECORD_DAEMON = """
 import os

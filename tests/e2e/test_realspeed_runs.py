@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support import SUITE
+from helpers.support import SUITE
 
 PROVE = {"test_prove": (SUITE / "test_prove.py").read_text()}
 PLAN = ("--cuzk-proofs=10", "--cuzk-max-proofs=1000", "--cuzk-window=0.5", "--cuzk-batch-sizes=1")

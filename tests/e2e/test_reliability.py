@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import PROVE_SOURCE, process_gone
+from helpers.support import PROVE_SOURCE, process_gone
 
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
 
@@ -84,7 +84,7 @@ def test_later_tests_get_a_restarted_daemon_and_the_restart_is_reported(inner, t
 
 def test_a_hung_proof_times_out_is_cancelled_and_named(inner, tmp_path):
     start = time.monotonic()
-    # The protocol personality: the case's other proof still succeeds, so the failure lists the hung one.
+    # The protocol behaviour: the case's other proof still succeeds, so the failure lists the hung one.
     faults = _faults(tmp_path, behave="protocol", hang_at_proof=2)
     result = inner({"test_prove": PROVE_SOURCE}, *WINNING, faults, "--cuzk-proof-timeout=3")
     result.assert_outcomes(failed=1)

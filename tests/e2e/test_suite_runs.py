@@ -1,8 +1,8 @@
-"""The packaged suite end to end against cuzk-ref: both personalities, both ways of getting a daemon.
+"""The packaged suite end to end against cuzk-ref: both behaviours, both ways of getting a daemon.
 
 One run per path, behaving as cuzk, on a kind or two: the reference-engine backend on WinningPoSt
 and a SnapDeals batch, cuzk-ref spawned as any cuzk binary on PoRep (restarted for batch 2); the
-per-kind checks of ``test_daemon`` run on those kinds. The protocol personality on ``-k`` subsets.
+per-kind checks of ``test_daemon`` run on those kinds. The protocol behaviour on ``-k`` subsets.
 Behaving as cuzk, a SnapDeals batch fails as cuzk's does: the suite marks it xfail as cuzk's
 known bug, and says so. Each case takes the sectors in turn with a fresh request id per proof:
 a reused id would get the stored proof of another sector, which does not verify. Planted wrong
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import SUITE
+from helpers.support import SUITE
 
 SUITE_FILES = {
     "test_prove": (SUITE / "test_prove.py").read_text(),
@@ -65,14 +65,14 @@ def test_the_suite_against_cuzk_ref_spawned_as_a_cuzk_binary(inner, tmp_path: Pa
     result.stdout.fnmatch_lines(["cold start [[]local batch 1[]]*", "cold start [[]local batch 2[]]*"])
 
 
-def test_the_protocol_personality_proves_snapdeals_batches(inner, tmp_path: Path) -> None:
+def test_the_protocol_behaviour_proves_snapdeals_batches(inner, tmp_path: Path) -> None:
     args = [_config(tmp_path, '[ref]\nbehave = "protocol"\n'), "-k", "snap and batch2"]
     inner({"test_prove": SUITE_FILES["test_prove"]}, *args).assert_outcomes(passed=1)
 
 
-def test_the_protocol_personality_spawned_as_a_cuzk_binary(inner, tmp_path: Path, spawn_home: None) -> None:
+def test_the_protocol_behaviour_spawned_as_a_cuzk_binary(inner, tmp_path: Path, spawn_home: None) -> None:
     # Spawned as any cuzk binary, the plugin waits for a PCE written since the start, which the
-    # protocol personality (reusing its PCE) never writes again: the warm-up is skipped.
+    # protocol behaviour (reusing its PCE) never writes again: the warm-up is skipped.
     args = [_config(tmp_path, '[ref]\nbehave = "protocol"\n'), "-k", "winning and not batch2"]
     args += ["--cuzk-daemon=spawn", f"--cuzk-binary={_cuzk_ref()}", "--cuzk-skip-warmup"]
     inner(SUITE_FILES, *args).assert_outcomes(passed=3, skipped=1)

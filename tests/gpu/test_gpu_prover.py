@@ -12,7 +12,7 @@ from array import array
 
 import numpy as np
 import pytest
-from engine_support import distinct_points
+from helpers.engine_support import distinct_points
 from py_arkworks_bls12381 import Scalar
 
 from pytest_cuzk.proto import pb
@@ -24,7 +24,7 @@ from pytest_cuzk.refengine.groth16 import ProofInput
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.qap import h_coefficients
 from pytest_cuzk.refengine.r1cs import CSR, Matrices
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 pytestmark = pytest.mark.gpu
 GPU, WHY = open_gpu((), off=False)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from engine_support import Daemon, RefData, connect, write_config
+from helpers.engine_support import Daemon, RefData, connect, write_config
 
 from pytest_cuzk.measure.memory import DaemonSampler
 from pytest_cuzk.proto import pb

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pynvml
 import pytest
-from fakenvml import FakeNvml
+from helpers.fakenvml import FakeNvml
 
 from pytest_cuzk.host import nvml
 from pytest_cuzk.host.info import GpuInfo, binary_sha256, daemon_identity, host_info
@@ -130,7 +130,7 @@ def test_machine_info_of_one_host_is_equal_whatever_the_gpus_clocks(monkeypatch:
 
 def test_a_reference_engines_build_is_the_same_before_and_after_it_says_its_prover(tmp_path: Path) -> None:
     from pytest_cuzk.backends.reference import RefProfile
-    from pytest_cuzk.wire.daemonconfig import config_record
+    from pytest_cuzk.vocab.daemonconfig import config_record
 
     before = RefProfile("default", None, tmp_path, behave="cuzk")
     after = RefProfile("default", None, tmp_path, behave="cuzk", prover="gpu:NVIDIA H200")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from pytest_cuzk.html.charts import scenario_chart
-from pytest_cuzk.scenarios.figures import PriorityFigures
+from pytest_cuzk.scenarios.records import PriorityFigures
 
 
 def _ticks(svg: str, axis: str) -> list[str]:

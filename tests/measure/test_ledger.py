@@ -9,7 +9,7 @@ from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.data.testdata import TestData
 from pytest_cuzk.measure.ledger import MetricLedger
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 TOTAL = ("cuzk_proofs_completed_total", ())
 

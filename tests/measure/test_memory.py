@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pynvml
 import pytest
-from fakenvml import FakeNvml
+from helpers.fakenvml import FakeNvml
 
 from pytest_cuzk.measure.memory import TRAVEL_MARKS, TRAVEL_POINTS, DaemonSampler, MemoryReport, MemorySeries
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from ruamel.yaml import YAML  # check-jsonschema's YAML reader (the dev extra)
 
 from pytest_cuzk.measure.figures import METRICS
-from pytest_cuzk.wire.units import parse_thresholds
+from pytest_cuzk.vocab.units import parse_thresholds
 
 CI = Path(__file__).resolve().parents[2] / "ci"
 SHORT_PLAN = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy  # noqa: F401  (loaded once here: pytester's in-process runs cannot re-import it)
 import pytest
 import scipy.stats  # noqa: F401  (and the numpy submodules it loads)
-from support import QUICK_PLAN, not_an_xdist_worker
+from helpers.support import QUICK_PLAN, not_an_xdist_worker
 
 from pytest_cuzk.backends.choice import DaemonChoice
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon

@@ -6,7 +6,7 @@ import json
 import re
 from itertools import groupby
 
-from support import PROVE_SOURCE
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour, FakeDaemon
 
@@ -102,18 +102,6 @@ def test_side_by_side_the_builds_take_turns_wave_by_wave_not_window_by_window(fa
     assert proved.count("baseline") >= 40 and proved.count("local") >= 40, proved
     # a pair's last wave and the next pair's first are one build's (BC CB), a window's tail may add one
     assert max(runs) <= 4, runs
-
-
-def test_the_same_seed_gives_the_same_order_and_the_order_is_in_abba_couples():
-    from itertools import islice
-
-    from pytest_cuzk.run.ab import pair_orders
-
-    first = list(islice(pair_orders(7), 40))
-    assert first == list(islice(pair_orders(7), 40))
-    assert first != list(islice(pair_orders(8), 40))
-    assert all(first[i] == first[i + 1][::-1] for i in range(0, 40, 2)), first
-    assert {"BC", "CB"} == {first[i] for i in range(0, 40, 2)}, "either build may open a couple"
 
 
 def test_the_results_database_holds_both_builds_and_the_paired_change(fake_run, tmp_path):

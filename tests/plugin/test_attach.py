@@ -17,14 +17,13 @@ from concurrent import futures
 
 import grpc
 import pytest
-from support import PROVE_SOURCE
+from helpers.support import PROVE_SOURCE
 
-from pytest_cuzk.backends.attached import AttachedDaemon
 from pytest_cuzk.backends.owner import socket_owner
 
 # Imported before the in-process runs: requests imported inside one would not match itself after it.
 from pytest_cuzk.daemon import statuspoll  # noqa: F401
-from pytest_cuzk.wire.addresses import parse_address
+from pytest_cuzk.vocab.addresses import parse_address
 
 # importlib mode: the inner test_prove must not collide with the suite module of the same name
 WINNING = (
@@ -167,11 +166,6 @@ def test_auto_falls_back_when_nothing_listens(pytester):
         settings = resolve_settings(pytester.parseconfig(f"--cuzk-addr=127.0.0.1:{sock.getsockname()[1]}"))
         choice = choose(settings, Workspace())
     assert choice.mode in ("ref", "spawn") and choice.reason.startswith("no daemon at 127.0.0.1:")
-
-
-def test_a_remote_daemon_is_not_sampled_and_says_so(tmp_path):
-    daemon = AttachedDaemon("far", "10.0.0.5:9820", start_timeout_s=1.0, param_cache=None, data_dir=tmp_path)
-    assert (daemon.pid, daemon.unsampled()) == (None, "remote daemon")
 
 
 def test_a_remote_daemons_own_memory_figures_come_from_its_status_page(fake_run, tmp_path):

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from support import PROVE_SOURCE, SCENARIOS_SOURCE
-
-from pytest_cuzk.config.settings import resolve_settings
-from pytest_cuzk.run.cases import Case, case_params
-from pytest_cuzk.wire.kinds import KINDS
+from helpers.support import PROVE_SOURCE, SCENARIOS_SOURCE
 
 COLLECT = ("--collect-only", "-q")
 
 
 def _ids(result: pytest.RunResult) -> list[str]:
     return [line.split("::")[1] for line in result.outlines if "::test_prove[" in line]
-
-
-def test_default_matrix_is_every_kind_at_batch_1_alone_and_two_in_flight(pytester):
-    """One daemon config (cuzk's default, no batching): no restart; j2 gives the pipelined rate."""
-    settings = resolve_settings(pytester.parseconfig())
-    ids = [p.id for p in case_params(["local"], False, settings, "cuzk_case")]
-    assert ids == [f"{k}-batch1-j{j}" for k in KINDS for j in (1, 2)]
 
 
 def test_the_tests_quick_plan_keeps_every_kind_at_batch_1_and_the_batchable_at_2(fake_run):
@@ -50,21 +39,6 @@ def test_several_daemons_put_their_label_first_and_group_by_daemon(fake_run):
         "test_prove[a40-porep-batch1-j1]",
         "test_prove[a40-porep-batch2-j1]",
     ]
-
-
-def test_case_ids_do_not_depend_on_how_the_daemon_is_reached(pytester):
-    """A baseline saved against a spawned daemon gates an attached one: same ids (machine info says how)."""
-    settings = resolve_settings(pytester.parseconfig("--cuzk-batch-sizes=1", "--cuzk-concurrency=1"))
-    ids = [p.id for p in case_params(["local"], settings, "cuzk_case")]
-    assert ids == [f"{k}-batch1-j1" for k in KINDS]
-    per_kind = [p.id for p in case_params(["a", "b"], settings, "cuzk_kind")]
-    assert per_kind == [f"{label}-{k}" for label in "ab" for k in KINDS]
-    under = [p.id for p in case_params(["local"], settings, "cuzk_priority_case")]
-    assert under[0] == "wpost-under-porep"
-
-
-def test_case_in_flight_is_batch_times_concurrency():
-    assert Case("local", KINDS["porep"], 2, 3).in_flight == 6
 
 
 def test_running_the_matrix_restarts_the_daemon_once_per_batch_size(fake_run):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import tomli_w
-from httpserver import FileServer
-from support import PROVE_SOURCE
+from helpers.httpserver import FileServer
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeProfile
 

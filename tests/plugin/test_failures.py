@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support import PROVE_SOURCE
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
 

@@ -6,8 +6,8 @@ import json
 import re
 
 import pytest
+from helpers.support import PROVE_SOURCE
 from pytest_benchmark.logger import PytestBenchmarkWarning
-from support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
 

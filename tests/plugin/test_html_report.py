@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-import browser as chromium
 import pytest
-from fakenvml import FakeNvml
-from support import PROVE_SOURCE
+from helpers import browser as chromium
+from helpers.fakenvml import FakeNvml
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
 

@@ -12,9 +12,9 @@ import re
 
 import numpy as np
 import pytest
-from fakenvml import FakeNvml
-from htmltables import rows, tables, tiles
-from support import PROVE_SOURCE
+from helpers.fakenvml import FakeNvml
+from helpers.htmltables import rows, tables, tiles
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
 from pytest_cuzk.measure.figures import METRICS, Samples

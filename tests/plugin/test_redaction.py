@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from httpserver import FileServer
-from support import PROVE_SOURCE
+from helpers.httpserver import FileServer
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.refengine.gendata import generate
-from pytest_cuzk.wire.redact import redact
+from pytest_cuzk.vocab.redact import redact
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import SCENARIOS_SOURCE
+from helpers.support import SCENARIOS_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
 

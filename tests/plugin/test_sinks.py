@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import PROVE_SOURCE
+from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
 from pytest_cuzk.core import progress

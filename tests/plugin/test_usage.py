@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from support import PROVE_SOURCE
+from helpers.support import PROVE_SOURCE
 
 
 def _usage(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

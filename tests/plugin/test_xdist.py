@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from support import PROVE_SOURCE, QUICK_PLAN, SCENARIOS_SOURCE
+from helpers.support import PROVE_SOURCE, QUICK_PLAN, SCENARIOS_SOURCE
 
 FAKE_PER_WORKER = """
 import os

@@ -14,7 +14,7 @@ from pytest_cuzk.refengine.field import R
 from pytest_cuzk.refengine.groth16 import Proof, verify, verify_all
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.verify import first_bad_partition
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.prover import JobInputError, RefProver
-from pytest_cuzk.wire.kinds import KINDS
-from pytest_cuzk.wire.vanilla import format_problem
+from pytest_cuzk.vocab.kinds import KINDS
+from pytest_cuzk.vocab.vanilla import format_problem
 
 SHAPE = "StackedDrg32GiBV1"
 REAL_CHALLENGE = {  # one stacked::Proof as filecoin-proofs writes it, paths cut short

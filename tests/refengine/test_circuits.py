@@ -18,7 +18,7 @@ from pytest_cuzk.refengine.circuits import PRESETS
 from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.field import R
 from pytest_cuzk.refengine.r1cs import ConstraintSystem
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 PRESET = PRESETS["default"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import grpc
 import psutil
 import pytest
-from engine_support import (
+from helpers.engine_support import (
     Daemon,
     RefData,
     connect,
@@ -28,7 +28,7 @@ from engine_support import (
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import FAULTS_ENV, ConfigError, Faults, load_config, parse_size
 from pytest_cuzk.refengine.verify import verify_proof
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 CUZK_TOML = """

@@ -1,4 +1,4 @@
-"""The cuzk personality (the default) over gRPC: what a client sees of cuzk where it fails the proto."""
+"""The cuzk behaviour (the default) over gRPC: what a client sees of cuzk where it fails the proto."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from pathlib import Path
 
 import grpc
 import pytest
-from engine_support import RefData, Running, wait_for_status, wait_until_none_queued
+from helpers.engine_support import RefData, Running, wait_for_status, wait_until_none_queued
 from test_server import nvml_gpu_count as gpus_here
 
 from pytest_cuzk.proto import pb, pb_grpc
 from pytest_cuzk.refengine.config import Faults
 from pytest_cuzk.refengine.server import MAX_MESSAGE_BYTES
 from pytest_cuzk.refengine.verify import verify_proof
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from engine_support import RefData, Running, wait_until_running
+from helpers.engine_support import RefData, Running, wait_until_running
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import FAULTS_ENV, ConfigError, parse_config
 from pytest_cuzk.refengine.verify import verify_proof
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from engine_support import RefData, Running
+from helpers.engine_support import RefData, Running
 
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine import faults
 from pytest_cuzk.refengine.config import Faults
 from pytest_cuzk.refengine.verify import verify_proof
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 # Byte offset of the first challenge's leaf (its least significant byte) in a vanilla blob.

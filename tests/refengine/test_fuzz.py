@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from engine_support import Daemon, RefData, connect, write_config
-from fuzzing import fuzz
+from helpers.engine_support import Daemon, RefData, connect, write_config
+from helpers.fuzzing import fuzz
 
 from pytest_cuzk.daemon.proofcheck import check_proof
 from pytest_cuzk.proto import pb
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 
 def test_fuzzed_requests_get_clean_errors_and_the_daemon_keeps_proving(

@@ -10,8 +10,8 @@ import pytest
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.field import R
-from pytest_cuzk.wire.kinds import KINDS
-from pytest_cuzk.wire.vanilla import read_vanilla_proofs
+from pytest_cuzk.vocab.kinds import KINDS
+from pytest_cuzk.vocab.vanilla import read_vanilla_proofs
 
 if sys.version_info >= (3, 11):
     import tomllib

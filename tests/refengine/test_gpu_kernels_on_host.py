@@ -20,7 +20,7 @@ from typing import Any
 import hostcuda
 import numpy as np
 import pytest
-from engine_support import FP, distinct_points
+from helpers.engine_support import FP, distinct_points
 from py_arkworks_bls12381 import Scalar
 from test_groth16 import TOXIC, preimage_circuit, proof_input
 

@@ -1,4 +1,4 @@
-"""The param cache: PCE files by personality, tied to their circuit; a full, file or read-only cache."""
+"""The param cache: PCE files by behaviour, tied to their circuit; a full, file or read-only cache."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from engine_support import RefData, copy_params, fill, tmpfs
+from helpers.engine_support import RefData, copy_params, fill, tmpfs
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine import keyfile
@@ -19,7 +19,7 @@ from pytest_cuzk.refengine.param_cache import ParamCacheError
 from pytest_cuzk.refengine.pce import load_pce, write_pce
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.r1cs import ConstraintSystem
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 WINNING = KINDS["winning"]
 

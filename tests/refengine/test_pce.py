@@ -14,7 +14,7 @@ from pytest_cuzk.refengine.circuits.registry import circuit_for
 from pytest_cuzk.refengine.groth16 import ProofInput, ToxicWaste
 from pytest_cuzk.refengine.pce import HEADER, PceError, constraint_digest, load_pce, pce_path, write_pce
 from pytest_cuzk.refengine.r1cs import ConstraintSystem, WitnessCS
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -7,13 +7,13 @@ import json
 import sys
 
 import pytest
-from engine_support import copy_params, set_fields
+from helpers.engine_support import copy_params, set_fields
 
 from pytest_cuzk.data.inputs import build_request
 from pytest_cuzk.refengine import gendata
 from pytest_cuzk.refengine.prover import JobInputError, RefProver
 from pytest_cuzk.refengine.verify import verify_proof
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib

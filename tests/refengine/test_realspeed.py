@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from engine_support import RefData, Running
+from helpers.engine_support import RefData, Running
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.config import REAL_SPEEDS, ConfigError, Faults, parse_config
 from pytest_cuzk.refengine.realspeed import MODELS
 from pytest_cuzk.refengine.status_http import build_status
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 SCALE = 0.02  # a PoRep partition's synthesis 0.84 s, its GPU stage 64 ms

@@ -11,14 +11,14 @@ from pathlib import Path
 import grpc
 import pytest
 import requests
-from engine_support import RefData, Running
+from helpers.engine_support import RefData, Running
 from prometheus_client.parser import text_string_to_metric_families
 
 from pytest_cuzk.proto import pb
 from pytest_cuzk.refengine.server import bind_target
 from pytest_cuzk.refengine.status_http import start_status_server
-from pytest_cuzk.wire.addresses import ListenTarget
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.addresses import ListenTarget
+from pytest_cuzk.vocab.kinds import KINDS
 
 Status = pb.AwaitProofResponse
 

@@ -27,7 +27,7 @@ from pytest_cuzk.refengine.engine import SHUTDOWN_MESSAGE, Engine
 from pytest_cuzk.refengine.pce import pce_path
 from pytest_cuzk.refengine.prover import RefProver
 from pytest_cuzk.refengine.witness_pool import MIN_CONSTRAINTS, WitnessPool, partition_witness
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 
 def _children() -> set[int]:

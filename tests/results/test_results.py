@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pg
 import pytest
 import sqlalchemy as sa
+from helpers import pg
 
 from pytest_cuzk.results.database import (
     SCHEMA_VERSION,
@@ -246,7 +246,7 @@ def test_urls_users_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 def test_a_postgresql_url_without_its_driver_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_cuzk.perf.cli import main
+    from pytest_cuzk.fleet.cli import main
 
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as where only pytest-cuzk is installed
     with pytest.raises(ValueError, match=r"pip install 'pytest-cuzk\[postgresql\]'"):

@@ -12,11 +12,11 @@ from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.core.errors import DaemonExited, DaemonHung
 from pytest_cuzk.daemon.client import ProvingClient
 from pytest_cuzk.data.testdata import TestData
-from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import Plan, run_case
+from pytest_cuzk.run.tally import case_figures
 from pytest_cuzk.run.waves import CaseResult, Runner
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 WINNING = KINDS["winning"]
 
@@ -86,8 +86,8 @@ def test_a_hung_proof_times_out_on_the_client_and_is_named(daemon, pytester):
     result = _run(daemon, pytester, Case("local", WINNING, 1, 1), proofs=1, timeout_s=0.5)
     (record,) = result.proofs
     assert record.timed_out and not record.ok
-    assert 0.5 <= record.wall_s < 2.0, "bounded by the client: the proof timeout plus a small margin"
-    assert record.error.startswith(f"winning proof {record.job_id} timed out after {record.wall_s:.1f}s")
+    assert 0.5 <= record.latency_s < 2.0, "bounded by the client: the proof timeout plus a small margin"
+    assert record.error.startswith(f"winning proof {record.job_id} timed out after {record.latency_s:.1f}s")
     assert "the daemon could not cancel it (cuzk cannot)" in record.error
 
 

@@ -9,8 +9,8 @@ import pytest
 from pytest_cuzk.run.cases import Case
 from pytest_cuzk.run.plan import Plan
 from pytest_cuzk.run.timeplan import PlannedTest, RunPlan
-from pytest_cuzk.wire.kinds import KINDS
-from pytest_cuzk.wire.units import rough_duration
+from pytest_cuzk.vocab.kinds import KINDS
+from pytest_cuzk.vocab.units import rough_duration
 
 PLAN = Plan(min_proofs=10, max_proofs=1000, budget_s=45.0, window_s=5.0, stability_pct=10.0)
 POREP = KINDS["porep"]

@@ -8,7 +8,7 @@ from scipy import stats as sps
 
 from pytest_cuzk.run.waves import ProofOutcome
 from pytest_cuzk.scenarios.bounds import Budget, Tail
-from pytest_cuzk.scenarios.figures import (
+from pytest_cuzk.scenarios.records import (
     PriorityFigures,
     RateStep,
     ServerFigures,

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakenvml import FakeNvml
+from helpers.fakenvml import FakeNvml
 
 from pytest_cuzk.measure.memory import DaemonSampler, MemoryReport
 from pytest_cuzk.sinks.plots import plot_memory

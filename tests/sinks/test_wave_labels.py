@@ -7,10 +7,10 @@ import re
 from xml.etree import ElementTree
 
 import pytest
+from helpers.support import QUIET_MEMORY
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
-from support import QUIET_MEMORY
 
 from pytest_cuzk.html.charts import CHART_WIDTH_IN, memory_chart
 from pytest_cuzk.measure.memory import MemoryReport

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from support import QUIET_MEMORY
+from helpers.support import QUIET_MEMORY
 
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.config.values import COMPARE_METRICS
 from pytest_cuzk.measure.figures import METRICS, Figures, regression
 from pytest_cuzk.measure.memory import MemoryReport
 from pytest_cuzk.measure.paired import PairedAB
-from pytest_cuzk.run.casefigures import case_figures
 from pytest_cuzk.run.cases import Case
+from pytest_cuzk.run.tally import case_figures
 from pytest_cuzk.run.waves import CaseResult
 from pytest_cuzk.verdicts.abgate import check_ab
 from pytest_cuzk.verdicts.gates import check_gates
-from pytest_cuzk.wire.kinds import KINDS
+from pytest_cuzk.vocab.kinds import KINDS
 
 STRICT = ("--cuzk-compare-fail=throughput:5%", "--cuzk-compare-unresolved=fail")
 FAILED_UNDECIDED = "; failed (--cuzk-compare-unresolved=fail)"

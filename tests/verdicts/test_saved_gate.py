@@ -8,7 +8,7 @@ import statistics
 
 import numpy as np
 import pytest
-from support import QUIET_MEMORY
+from helpers.support import QUIET_MEMORY
 
 from pytest_cuzk.config.settings import resolve_settings
 from pytest_cuzk.core.compat import SavedRun

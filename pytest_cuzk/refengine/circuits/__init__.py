@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import RefEngineError
+from pytest_cuzk.refengine.errors import RefEngineError
 
 __all__ = ["PRESETS", "JobInputError", "Preset"]
 

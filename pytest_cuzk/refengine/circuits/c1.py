@@ -18,11 +18,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ...proto import pb
-from ...wire.kinds import SECTOR_SIZE_32G
-from ..field import R, fr_to_bytes
-from . import JobInputError, Preset
-from .porep import PARENTS, Challenge, PorepWitness, challenges, replica_id
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.circuits import JobInputError, Preset
+from pytest_cuzk.refengine.circuits.porep import PARENTS, Challenge, PorepWitness, challenges, replica_id
+from pytest_cuzk.refengine.field import R, fr_to_bytes
+from pytest_cuzk.vocab.kinds import SECTOR_SIZE_32G
 
 __all__ = ["PARTITIONS", "PorepInputs", "encode", "parse"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ..cursor import Cursor
-from ..field import R, fr_to_bytes
-from ..hashing import hash2, hash_n, hash_n_gadget
-from ..r1cs import Num, WitnessCS, alloc_bits, enforce_equal, swap_if
+from pytest_cuzk.refengine.cursor import Cursor
+from pytest_cuzk.refengine.field import R, fr_to_bytes
+from pytest_cuzk.refengine.hashing import hash2, hash_n, hash_n_gadget
+from pytest_cuzk.refengine.r1cs import Num, WitnessCS, alloc_bits, enforce_equal, swap_if
 
 __all__ = [
     "BlobReader",

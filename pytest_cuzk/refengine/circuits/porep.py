@@ -30,11 +30,17 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from ..field import R
-from ..hashing import hash_n, hash_n_gadget
-from ..r1cs import WitnessCS, enforce_equal
-from . import Preset
-from .common import bytes_to_fr_masked, challenge_bits, derive_challenge, prove_inclusion, prover_id
+from pytest_cuzk.refengine.circuits import Preset
+from pytest_cuzk.refengine.circuits.common import (
+    bytes_to_fr_masked,
+    challenge_bits,
+    derive_challenge,
+    prove_inclusion,
+    prover_id,
+)
+from pytest_cuzk.refengine.field import R
+from pytest_cuzk.refengine.hashing import hash_n, hash_n_gadget
+from pytest_cuzk.refengine.r1cs import WitnessCS, enforce_equal
 
 __all__ = ["PARENTS", "Challenge", "PorepWitness", "blank", "challenges", "replica_id", "synthesize"]
 

@@ -19,12 +19,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...proto import pb
-from ..field import R
-from ..hashing import hash_n_gadget
-from ..r1cs import WitnessCS, enforce_equal
-from . import JobInputError, Preset
-from .common import BlobReader, BlobWriter, challenge_bits, derive_challenge, prove_inclusion, prover_id
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.circuits import JobInputError, Preset
+from pytest_cuzk.refengine.circuits.common import (
+    BlobReader,
+    BlobWriter,
+    challenge_bits,
+    derive_challenge,
+    prove_inclusion,
+    prover_id,
+)
+from pytest_cuzk.refengine.field import R
+from pytest_cuzk.refengine.hashing import hash_n_gadget
+from pytest_cuzk.refengine.r1cs import WitnessCS, enforce_equal
 
 __all__ = ["PostInputs", "SectorProof", "blank", "encode_sector", "parse", "synthesize"]
 

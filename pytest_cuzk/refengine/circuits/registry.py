@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-from ...proto import pb
-from ...wire.kinds import KINDS, ProofKindInfo
-from ..r1cs import WitnessCS
-from . import Preset, c1, porep, post, snap
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.circuits import Preset, c1, porep, post, snap
+from pytest_cuzk.refengine.r1cs import WitnessCS
+from pytest_cuzk.vocab.kinds import KINDS, ProofKindInfo
 
 __all__ = ["CIRCUITS", "KNOWN_UNSUPPORTED", "CircuitDef", "Inputs", "circuit_for"]
 

@@ -19,12 +19,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...proto import pb
-from ..field import fr_from_bytes
-from ..hashing import hash_n_gadget
-from ..r1cs import WitnessCS, enforce_equal, mul
-from . import JobInputError, Preset
-from .common import BlobReader, BlobWriter, challenge_bits, derive_challenge, prove_inclusion
+from pytest_cuzk.proto import pb
+from pytest_cuzk.refengine.circuits import JobInputError, Preset
+from pytest_cuzk.refengine.circuits.common import (
+    BlobReader,
+    BlobWriter,
+    challenge_bits,
+    derive_challenge,
+    prove_inclusion,
+)
+from pytest_cuzk.refengine.field import fr_from_bytes
+from pytest_cuzk.refengine.hashing import hash_n_gadget
+from pytest_cuzk.refengine.r1cs import WitnessCS, enforce_equal, mul
 
 __all__ = [
     "PARTITIONS",

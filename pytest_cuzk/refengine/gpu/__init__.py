@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .msm import GpuMsm
+    from pytest_cuzk.refengine.gpu.msm import GpuMsm
 
 __all__ = ["CPU_LABEL", "open_gpu"]
 
@@ -35,8 +35,8 @@ def open_gpu(devices: tuple[int, ...], off: bool) -> tuple[GpuMsm | None, str]:
     usable = [d for d in wanted if 0 <= d < count]
     if not usable:
         return None, f"no CUDA device among [gpus] devices {list(devices)} ({count} present)"
-    from .msm import GpuMsm
-    from .selfcheck import disagreement
+    from pytest_cuzk.refengine.gpu.msm import GpuMsm
+    from pytest_cuzk.refengine.gpu.selfcheck import disagreement
 
     gpu = GpuMsm(usable[0])
     why = disagreement(gpu)

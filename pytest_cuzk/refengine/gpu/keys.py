@@ -18,12 +18,12 @@ from typing import Any
 import cupy
 from py_arkworks_bls12381 import G1Point, G2Point
 
-from ..field import Domain
-from ..groth16 import ProofInput, ProvingKey
-from ..r1cs import Matrices
-from .msm import DeviceBases, GpuMsm, device_used, scalars_to_limbs
-from .ntt import GpuNtt, fr_limbs
-from .points import G1, G2
+from pytest_cuzk.refengine.field import Domain
+from pytest_cuzk.refengine.gpu.msm import DeviceBases, GpuMsm, device_used, scalars_to_limbs
+from pytest_cuzk.refengine.gpu.ntt import GpuNtt, fr_limbs
+from pytest_cuzk.refengine.gpu.points import G1, G2
+from pytest_cuzk.refengine.groth16 import ProofInput, ProvingKey
+from pytest_cuzk.refengine.r1cs import Matrices
 
 __all__ = ["GpuKeys"]
 

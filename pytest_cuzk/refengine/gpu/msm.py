@@ -21,10 +21,10 @@ import numpy as np
 import pynvml
 from py_arkworks_bls12381 import Scalar
 
-from ...host.nvml import nvml_query, nvml_session
-from .kernels import Kernels
-from .plan import MsmPlan
-from .points import G1, G2, Group, Pt, fold, from_rows
+from pytest_cuzk.host.nvml import nvml_query, nvml_session
+from pytest_cuzk.refengine.gpu.kernels import Kernels
+from pytest_cuzk.refengine.gpu.plan import MsmPlan
+from pytest_cuzk.refengine.gpu.points import G1, G2, Group, Pt, fold, from_rows
 
 __all__ = ["DeviceBases", "GpuMsm", "device_used", "scalars_to_limbs"]
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..field import GENERATOR, Domain, R, inv
-from ..r1cs import CSR, Matrices
-from .kernels import Kernels
+from pytest_cuzk.refengine.field import GENERATOR, Domain, R, inv
+from pytest_cuzk.refengine.gpu.kernels import Kernels
+from pytest_cuzk.refengine.r1cs import CSR, Matrices
 
 __all__ = ["GpuNtt", "fr_limbs"]
 

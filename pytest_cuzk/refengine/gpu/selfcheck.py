@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 from py_arkworks_bls12381 import Scalar
 
-from ..field import R
-from .ntt import fr_limbs
-from .points import G1, G2, Group
+from pytest_cuzk.refengine.field import R
+from pytest_cuzk.refengine.gpu.ntt import fr_limbs
+from pytest_cuzk.refengine.gpu.points import G1, G2, Group
 
 __all__ = ["CHECK_POINTS", "MsmDevice", "disagreement"]
 
