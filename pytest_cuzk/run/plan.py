@@ -126,7 +126,7 @@ class Plan:
         is what a case takes at most (at real speed, where a few long proofs never settle, what it takes).
         """
         least = max(1, math.ceil(self.min_proofs / in_flight))
-        within = math.floor(self.budget_s / wave_s) if wave_s > 0 else least
+        within = math.floor(self.budget_s / wave_s) if wave_s > 0 and math.isfinite(self.budget_s) else least
         return min(self.max_waves(in_flight), max(least, within))
 
 

@@ -29,8 +29,11 @@ def test_the_readme_command_runs_the_packaged_suite_from_an_empty_directory(user
     out = run.stdout
     assert "cuzk: running the packaged suite" in out
     assert "cuzk: daemon mode ref (no daemon at 127.0.0.1:9820 and no cuzk binary" in out
-    assert "4 passed" in out and "skipped" not in out, out[-2000:]
-    assert "test_prove[winning-batch1-j1]" in out and "cuzk proving summary" in out
+    assert "5 passed" in out and "skipped" not in out, out[-2000:]
+    assert "cuzk proving summary" in out
+    assert "test_prove[winning-batch1-j1]" in out and "test_prove[winning-batch1-j2]" in out, (
+        "alone and pipelined"
+    )
     # the load scenarios take minutes: -k winning alone leaves them out, and says so
     assert "note: 3 load scenario tests of the suite not run: they take minutes; pass --cuzk-" in out
 
@@ -40,7 +43,7 @@ def test_pyargs_names_the_suite_too(user_venv, tmp_path):
     args = ("--pyargs", "pytest_cuzk.suite", "--cuzk-daemon=ref", "-k", select, "--cuzk-scenario-budget=3")
     run = _as_a_user(user_venv, tmp_path, *args)
     assert run.returncode == 0, run.stdout[-3000:]
-    assert "2 passed" in run.stdout
+    assert "3 passed" in run.stdout, "WindowPoSt alone and two in flight, and the scenario"
     assert "  test_server[winning-batch1]: max sustainable " in run.stdout
 
 
