@@ -388,4 +388,3 @@ class CuzkSession:
                 except Exception as exc:  # keep stopping the others
                     self.notes.append(f"could not stop daemon {backend.label}: {exc}")
         self.workspace.cleanup()
-        self.interrupts.restore()

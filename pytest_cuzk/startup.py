@@ -90,4 +90,7 @@ def _register(config: pytest.Config, session: CuzkSession) -> CuzkSession:
     config.stash[CUZK_SESSION] = session
     config.pluginmanager.register(session, "cuzk_session")
     session.interrupts.install()  # SIGTERM then ends the run as Ctrl-C does; a second Ctrl-C waits
+    # Restored after every plugin's pytest_unconfigure (pytest's own collects garbage there), so a
+    # Ctrl-C that lands in the last teardown is acknowledged too, not a raw traceback.
+    config.add_cleanup(session.interrupts.restore)
     return session
