@@ -82,6 +82,10 @@ class AttachedDaemon:
             self._owner = socket_owner(parse_address(self._address))
         return self._owner[0]
 
+    @property
+    def status_page(self) -> str | None:
+        return None
+
     def unsampled(self) -> str | None:
         if not self.local:
             return "remote daemon"

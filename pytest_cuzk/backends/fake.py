@@ -267,6 +267,10 @@ class FakeDaemon:
         return "in-process fake daemon"
 
     @property
+    def status_page(self) -> str | None:
+        return None
+
+    @property
     def local(self) -> bool:
         return True
 

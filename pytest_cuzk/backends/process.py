@@ -43,6 +43,7 @@ __all__ = [
     "describe_exit",
     "listen_address",
     "process_state",
+    "status_address",
     "stuck_state",
 ]
 
@@ -65,11 +66,21 @@ def listen_address(workdir: Path) -> str:
     return f"127.0.0.1:{_free_port()}"
 
 
+def status_address() -> str:
+    """A free loopback port for the daemon's HTTP ``/status``.
+
+    Its per-partition stage times are the run's only view inside a proof; cuzk only logs a
+    failed bind, so a port lost to a race costs those samples, never the start.
+    """
+    return f"127.0.0.1:{_free_port()}"
+
+
 def daemon_config(base: Path | None, overrides: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The user's base TOML with the plugin's sections merged over it.
 
-    The status HTTP server is switched off: a spawned daemon listens only on what
-    the plugin chose (loopback or a private socket), never on 0.0.0.0.
+    The status HTTP server listens only where the plugin says (``status_address``), never where
+    the base config says (``0.0.0.0`` in cuzk's example): a spawned daemon is reachable from
+    this machine alone.
     """
     config: dict[str, Any] = {}
     if base:
@@ -79,7 +90,7 @@ def daemon_config(base: Path | None, overrides: dict[str, dict[str, Any]]) -> di
             raise CuzkError(f"cannot read --cuzk-config {base}: {exc}") from exc
     for section, values in overrides.items():
         config.setdefault(section, {}).update(values)
-    config.setdefault("daemon", {})["status_listen"] = ""
+    config.setdefault("daemon", {})["status_listen"] = overrides.get("daemon", {}).get("status_listen", "")
     return config
 
 
@@ -210,6 +221,10 @@ class DaemonProcess:
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
+
+    @property
+    def status_page(self) -> str | None:
+        return str(self.config["daemon"].get("status_listen") or "") or None
 
     @property
     def config_path(self) -> Path:

@@ -185,6 +185,14 @@ class DaemonBackend(Protocol):
         """Why ``pid`` is None (e.g. "remote daemon"), for the summary's n/a; None when it is sampled."""
 
     @property
+    def status_page(self) -> str | None:
+        """The HTTP ``/status`` the plugin gave the daemon; None where it gave none.
+
+        It tells what only the daemon knows (each partition's stage times); an attached daemon's
+        is ``--cuzk-status``.
+        """
+
+    @property
     def local(self) -> bool:
         """Whether the daemon runs on this machine (its host is this host)."""
 

@@ -23,7 +23,13 @@ from typing import Any
 from filelock import FileLock
 
 from pytest_cuzk.backends.health import probe
-from pytest_cuzk.backends.process import DaemonProcess, daemon_config, listen_address, stuck_state
+from pytest_cuzk.backends.process import (
+    DaemonProcess,
+    daemon_config,
+    listen_address,
+    status_address,
+    stuck_state,
+)
 from pytest_cuzk.backends.profiles import CuzkProfile, detect_profile
 from pytest_cuzk.backends.protocol import (
     BackendState,
@@ -152,6 +158,10 @@ class SpawnedDaemon:
         return None if self.pid is not None else "the daemon is not running"
 
     @property
+    def status_page(self) -> str | None:
+        return self.process.status_page if self.process is not None else None
+
+    @property
     def local(self) -> bool:
         return True
 
@@ -203,7 +213,8 @@ class SpawnedDaemon:
         prefix = f"{self.label}-b{batch_size}{'-lowmem' if lowmem else ''}-"
         workdir = self.workspace.subdir(prefix)
         overrides = self.overrides(batch_size)
-        overrides.setdefault("daemon", {})["listen"] = listen_address(workdir)
+        daemon = overrides.setdefault("daemon", {})
+        daemon.update(listen=listen_address(workdir), status_listen=status_address())
         given = self.given_param_cache()
         if given is not None:
             overrides.setdefault("srs", {})["param_cache"] = str(given)

@@ -224,7 +224,7 @@ def running(session: CaseHost, backend: DaemonBackend, what: str) -> Iterator[Ru
     s = session.settings
     pid = backend.pid
     sampler = DaemonSampler(pid, s.sample_interval) if pid else None
-    status_page = daemon_value(s.status, backend.address)
+    status_page = daemon_value(s.status, backend.address) or backend.status_page
     poller = StatusPoller(status_page) if status_page else None
     rss_peak: Callable[[], int | None] = sampler.rss_peak_so_far if sampler else lambda: None
     with session.client(backend, rss_peak) as client:

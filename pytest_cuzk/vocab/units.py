@@ -36,13 +36,18 @@ def parse_size(text: str, where: str) -> int:
 
 
 def format_bytes(n: float | None, unknown: str = "n/a") -> str:
-    """``180.0 GiB``, ``1.23 GiB``, ``512 MiB``; ``unknown`` for None (the one byte formatter)."""
+    """``180.0 GiB``, ``1.23 GiB``, ``512 MiB``, ``340 KiB``; ``unknown`` for None (the one byte formatter).
+
+    Under a MiB it says KiB: a small reference engine's budget is not "0 MiB".
+    """
     if n is None:
         return unknown
     if abs(n) >= 10 * GIB:
         return f"{n / GIB:.1f} GiB"
     if abs(n) >= GIB:
         return f"{n / GIB:.2f} GiB"
+    if 0 < abs(n) < MIB:
+        return f"{n / 1024:.0f} KiB"
     return f"{n / MIB:.0f} MiB"
 
 

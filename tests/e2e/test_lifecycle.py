@@ -21,6 +21,7 @@ from pytest_cuzk.backends.process import (
     daemon_config,
     describe_exit,
     listen_address,
+    status_address,
 )
 from pytest_cuzk.backends.workspace import Workspace
 from pytest_cuzk.config.settings import resolve_settings
@@ -97,7 +98,11 @@ def test_config_and_log_are_private_and_listen_only_where_the_plugin_says(tmp_pa
         '[daemon]\nlisten = "0.0.0.0:9820"\nstatus_listen = "0.0.0.0:9821"\n[srs]\nparam_cache = "/p"\n'
     )
     config = daemon_config(base, {"daemon": {"listen": "unix:///x.sock"}, "scheduler": {"max_batch_size": 2}})
-    assert config["daemon"] == {"listen": "unix:///x.sock", "status_listen": ""}
+    assert config["daemon"] == {"listen": "unix:///x.sock", "status_listen": ""}, "0.0.0.0 dropped"
+    status = status_address()
+    assert status.startswith("127.0.0.1:"), status
+    given = daemon_config(base, {"daemon": {"listen": "unix:///x.sock", "status_listen": status}})
+    assert given["daemon"]["status_listen"] == status, "only the plugin's loopback /status is kept"
     assert config["srs"]["param_cache"] == "/p", "the user's own keys are kept"
     assert config["scheduler"]["max_batch_size"] == 2
     daemon = _throwaway(tmp_path, EXITS_AT_ONCE)
