@@ -39,7 +39,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -47,7 +46,7 @@ from queue import Queue
 
 import numpy as np
 import pytest
-from helpers.support import drifting_neighbours, gate_verdict, run_ref_case
+from helpers.support import SPINNING, drifting_neighbours, gate_verdict, neighbour, run_ref_case
 
 RUNS = int(os.environ.get("CUZK_AB_BENCH_RUNS", "10"))
 KIND = os.environ.get("CUZK_AB_BENCH_KIND", "porep")
@@ -83,7 +82,7 @@ def _busy(cpus: set[int]) -> list[subprocess.Popen[bytes]]:
     if NEIGHBOUR == "drifting":
         return drifting_neighbours(cpus)
     pin = {min(cpus)} if SLOTS > 1 else cpus
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_pinned(pin))]
+    return [neighbour(SPINNING, pin)]
 
 
 def _config(tmp: Path, name: str, factor: float | None = None) -> Path:

@@ -142,11 +142,12 @@ def run_ref_case(
 
 # A neighbour whose load wanders: each quarter second it spins or sleeps, spinning with a
 # probability that walks between 0.1 and 0.9 by up to 0.05 a second, so the host is faster in
-# some minutes than in others, as a shared GPU host's vCPUs were measured to be.
+# some minutes than in others, as a shared GPU host's vCPUs were measured to be. Like every
+# neighbour it ends when its parent does: a benchmark killed mid-run leaves no load behind.
 DRIFTING = """
-import random, sys, time
-rng, p = random.Random(int(sys.argv[1])), 0.5
-while True:
+import os, random, sys, time
+rng, p, parent = random.Random(int(sys.argv[1])), 0.5, int(sys.argv[2])
+while os.getppid() == parent:
     for _ in range(4):
         end = time.monotonic() + 0.25
         if rng.random() < p:
@@ -158,14 +159,18 @@ while True:
 """
 
 
+SPINNING = "import os, sys\nparent = int(sys.argv[2])\nwhile os.getppid() == parent: pass"
+
+
+def neighbour(code: str, cpus: set[int], seed: int = 0) -> subprocess.Popen[bytes]:
+    """A load pinned to ``cpus`` that ends with this process (the caller kills it sooner)."""
+    argv = [sys.executable, "-c", code, str(seed), str(os.getpid())]
+    return subprocess.Popen(argv, preexec_fn=partial(os.sched_setaffinity, 0, cpus))
+
+
 def drifting_neighbours(cpus: Iterable[int]) -> list[subprocess.Popen[bytes]]:
-    """The benchmarks' noisy host: a drifting neighbour pinned to each of ``cpus`` (the caller kills them)."""
-    return [
-        subprocess.Popen(
-            [sys.executable, "-c", DRIFTING, str(cpu)], preexec_fn=partial(os.sched_setaffinity, 0, {cpu})
-        )
-        for cpu in sorted(cpus)
-    ]
+    """The benchmarks' noisy host: a drifting neighbour pinned to each of ``cpus``."""
+    return [neighbour(DRIFTING, {cpu}, seed=cpu) for cpu in sorted(cpus)]
 
 
 def gate_verdict(code: int, out: str) -> str:
