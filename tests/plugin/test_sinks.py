@@ -99,6 +99,16 @@ def test_the_results_database_gets_one_row_per_case(fake_run, tmp_path):
         )
 
 
+def test_a_results_database_file_that_is_no_database_fails_the_case_saying_so(fake_run, tmp_path):
+    garbage = tmp_path / "results.db"
+    garbage.write_bytes(b"not a database, " * 100)
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, f"--cuzk-results-db={garbage}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*cannot record in the results database {garbage}: file is not a database*"]
+    )
+
+
 def test_a_failing_sink_does_not_stop_the_gates_or_the_summary(fake_run):
     class Broken:
         def pytest_cuzk_case_finished(self, item, case, figures, result):
