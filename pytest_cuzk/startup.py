@@ -45,12 +45,18 @@ def start_session(config: pytest.Config) -> None:
     with as_usage_error():
         baseline = Baseline(config, settings)
     config.pluginmanager.register(baseline, PLUGIN)
+    recorder = None
+    if settings.results_db:
+        from pytest_cuzk.sinks.recording import Recorder
+
+        recorder = Recorder(settings, session.worker, session.backend, lambda: len(session.choice.every))
     if settings.gates_asked:
         from pytest_cuzk.verdicts.gates import PLUGIN as GATES
         from pytest_cuzk.verdicts.gates import Gates
 
+        recorded = recorder.recorded if recorder is not None else None  # the baseline build's other runs
         with as_usage_error():
-            config.pluginmanager.register(Gates(config, settings, baseline), GATES)
+            config.pluginmanager.register(Gates(config, settings, baseline, recorded), GATES)
     if settings.ab is not None and settings.compare_fail:
         from pytest_cuzk.verdicts.abgate import ABGate
 
@@ -68,10 +74,7 @@ def start_session(config: pytest.Config) -> None:
         from pytest_cuzk.html.run import RunReport
 
         config.pluginmanager.register(RunReport(config, session, settings.html), "cuzk_html")
-    if settings.results_db:
-        from pytest_cuzk.sinks.recording import Recorder
-
-        recorder = Recorder(settings, session.worker, session.backend)
+    if recorder is not None:
         config.pluginmanager.register(recorder, "cuzk_recorder")
 
 

@@ -45,7 +45,7 @@ __all__ = [
     "schema_version",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x6375_7A6B  # "cuzk": serializes schema changes between fleet machines
 
@@ -113,6 +113,8 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
             sa.Column(n, sa.Float, info=_since(6))
             for n in ("gpu_p50_ms", "synthesis_p50_ms", "queue_wait_p50_ms")
         ),
+        # v7: the case's figures whole, so the saved-baseline gate counts a recorded run as a saved one.
+        sa.Column("figures", sa.JSON, info=_since(7)),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=False),
     ]
     runs: list[sa.Column[Any]] = [
@@ -131,6 +133,9 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
         sa.Column("concurrency", sa.Integer),
         sa.Column("preset", sa.Text),
         sa.Column("extra", sa.JSON),
+        # v7: the build as machine info names it, and whether its daemon was measured alone.
+        sa.Column("machine_build", sa.Text, info=_since(7)),
+        sa.Column("daemons", sa.Integer, info=_since(7)),
     ]
     sa.Table(
         "hosts",
@@ -174,6 +179,7 @@ MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     4: lambda conn: _add_columns(conn, 4),
     5: lambda conn: _add_columns(conn, 5),
     6: lambda conn: _add_columns(conn, 6),
+    7: lambda conn: _add_columns(conn, 7),
 }
 
 

@@ -13,7 +13,9 @@ from typing import Any
 
 from pytest_cuzk.host.info import HostInfo, hardware_fingerprint, host_info
 
-__all__ = ["HostRecord", "ResultRow", "RunRecord", "TestRecord"]
+__all__ = ["SAVED_RUN_ID", "HostRecord", "RecordedTest", "ResultRow", "RunRecord", "TestRecord"]
+
+SAVED_RUN_ID = "results_run_id"  # the extra_info key a saved case names its recorded run by
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,10 @@ class RunRecord:
     concurrency: int | None = None
     preset: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The build as pytest-benchmark's machine info names it, so a saved run finds its build's rows
+    # (``daemon_build`` is what the daemon said once running: the reference engine adds its prover).
+    machine_build: str | None = None
+    daemons: int | None = None  # the daemons its session ran, this one among them; 1: measured alone
     run_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
@@ -117,6 +123,9 @@ class TestRecord:
     gpu_p50_ms: float | None = None  # the median proof's phase times, as the daemon reported them
     synthesis_p50_ms: float | None = None
     queue_wait_p50_ms: float | None = None
+    # The case's Figures.to_dict() less ``samples`` and ``ab`` (columns of their own): the figures
+    # the saved-baseline gate reads, as they were, so a recorded run counts as a saved one does.
+    figures: dict[str, Any] | None = None
     finished_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
 
@@ -126,3 +135,20 @@ class ResultRow:
 
     test: TestRecord
     run: RunRecord
+
+
+@dataclass(frozen=True)
+class RecordedTest:
+    """One test of a run whose daemon was measured alone: what the saved-baseline gate counts as a run.
+
+    ``figures`` is the case's ``Figures.to_dict()`` whole again (its ``samples`` put back);
+    ``build`` is the run's ``machine_build``, as a saved run's machine info names it.
+    """
+
+    __test__ = False  # not a pytest test class despite the name
+
+    run_id: str
+    nodeid: str
+    build: str
+    host: str  # the host's fingerprint
+    figures: dict[str, Any]

@@ -3,10 +3,14 @@
 Each row is written in its own transaction when its test ends, so an interrupted run keeps
 every finished test; its runs are left unfinished, as the database expects. SQLAlchemy is
 imported only by runs that record.
+
+A case's ``extra_info`` names its run (``SAVED_RUN_ID``), so a run both saved by pytest-benchmark
+and recorded here counts once where the saved-baseline gate reads both (``recorded``).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +22,7 @@ from pytest_cuzk.config.settings import Settings
 from pytest_cuzk.config.values import daemon_value
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure.figures import METRICS, Figures
-from pytest_cuzk.results.rows import RunRecord, TestRecord
+from pytest_cuzk.results.rows import SAVED_RUN_ID, RecordedTest, RunRecord, TestRecord
 from pytest_cuzk.vocab.redact import redact
 from pytest_cuzk.vocab.units import plural
 
@@ -33,15 +37,52 @@ __all__ = ["Recorder"]
 class Recorder:
     """Records a session's suite cases in the database at ``url`` (``default``: the SQLite file)."""
 
-    def __init__(self, settings: Settings, worker: str, backend_for: Callable[[str], DaemonBackend]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        worker: str,
+        backend_for: Callable[[str], DaemonBackend],
+        daemons: Callable[[], int],
+    ) -> None:
+        """``daemons``: how many daemons the session runs (an A/B baseline among them)."""
         assert settings.results_db is not None
         self.url = None if settings.results_db == "default" else settings.results_db
         self.settings = settings
         self.worker = worker
         self.backend_for = backend_for
+        self.daemons = daemons
         self.db: ResultsDB | None = None
-        self.runs: dict[str, str] = {}
+        self.ids: dict[str, str] = {}  # each daemon's run id, by label, named at its first case
+        self.runs: dict[str, str] = {}  # the runs written to the database, by label
         self.interrupted = False
+
+    def run_id(self, label: str) -> str:
+        """The daemon's run, named before it is written, so a saved case can name it too."""
+        return self.ids.setdefault(label, str(uuid.uuid4()))
+
+    def pytest_cuzk_update_extra_info(
+        self, item: pytest.Item, figures: object, extra_info: dict[str, Any]
+    ) -> None:
+        """A saved case names its recorded run: the gate then counts it once, not twice."""
+        if isinstance(figures, Figures):
+            extra_info[SAVED_RUN_ID] = self.run_id(figures.label)
+
+    def recorded(self, nodeid: str, host: str) -> list[RecordedTest]:
+        """``nodeid``'s recorded runs on ``host`` but this session's; none from a database it cannot read."""
+        from pytest_cuzk.results.recorded import recorded_tests
+
+        unreadable: tuple[type[Exception], ...] = (*_db_errors(), ValueError, RuntimeError)  # a newer schema
+        try:
+            return recorded_tests(self._open(), nodeid, host, exclude=set(self.ids.values()))
+        except unreadable:
+            return []
+
+    def _open(self) -> ResultsDB:
+        if self.db is None:
+            from pytest_cuzk.results.database import ResultsDB
+
+            self.db = ResultsDB(self.url)
+        return self.db
 
     def pytest_cuzk_case_finished(
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
@@ -51,8 +92,6 @@ class Recorder:
         The baseline's figures go in its own run, under its own build, like any build's; the
         candidate's row carries the paired change.
         """
-        from sqlalchemy.exc import SQLAlchemyError
-
         try:
             pair = None
             if figures.ab is not None:
@@ -60,7 +99,7 @@ class Recorder:
                 self._record(item, case, self.backend_for(AB_LABEL), ab.baseline)
                 pair = {k: v for k, v in ab.to_dict().items() if k != "baseline"}
             self._record(item, case, self.backend_for(case.label), figures, pair)
-        except (SQLAlchemyError, OSError) as exc:
+        except _db_errors() as exc:
             # Not chained: SQLAlchemy's frames and message carry the DSN with its password.
             where = redact(self.url or "default")
             raise CuzkError(f"cannot record in the results database {where}: {redact(str(exc))}") from None
@@ -73,15 +112,12 @@ class Recorder:
         figures: Figures,
         ab: dict[str, Any] | None = None,
     ) -> None:
-        if self.db is None:
-            from pytest_cuzk.results.database import ResultsDB
-
-            self.db = ResultsDB(self.url)
+        db = self._open()
         if backend.label not in self.runs:
-            self.runs[backend.label] = self.db.start_run(self.run_record(backend))
+            self.runs[backend.label] = db.start_run(self.run_record(backend))
         cold = backend.state.cold[-1] if backend.state.cold else None
         kind = case.kind.name
-        self.db.record_test(
+        db.record_test(
             TestRecord(
                 run_id=self.runs[backend.label],
                 nodeid=item.nodeid,
@@ -103,6 +139,7 @@ class Recorder:
                 samples=figures.samples.to_dict(),
                 label=backend.label,
                 ab=ab,
+                figures={k: v for k, v in figures.to_dict().items() if k not in ("samples", "ab")},
             )
         )
 
@@ -118,6 +155,9 @@ class Recorder:
             concurrency=max(s.concurrency),
             preset=backend.profile().preset(),
             extra={"worker": self.worker, "mode": backend.mode, "daemon_config": _config_keys(backend)},
+            machine_build=backend.profile().build(),
+            daemons=self.daemons(),
+            run_id=self.run_id(backend.label),
         )
 
     def pytest_keyboard_interrupt(self) -> None:
@@ -143,6 +183,15 @@ class Recorder:
         finally:
             self.db.close()
             self.db = None
+
+
+def _db_errors() -> tuple[type[Exception], ...]:
+    """What a database that is down, or a file that is no database, raises (SQLite's own on opening one)."""
+    import sqlite3
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return SQLAlchemyError, sqlite3.Error, OSError
 
 
 def _config_keys(backend: DaemonBackend) -> dict[str, str] | None:

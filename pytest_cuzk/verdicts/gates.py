@@ -4,10 +4,11 @@ pytest-benchmark's ``--benchmark-compare-fail`` checks timings only and fails th
 session at its end; these gates cover throughput and memory too, absolute
 (``--cuzk-min-throughput``, ``--cuzk-max-rss``, ``--cuzk-max-vram``) and relative to a saved
 run (``--cuzk-compare-fail``), and fail inside the test. A relative gate compares with the
-baseline build's saved runs on this host and fails only a change whose whole interval, widened to
-the host's run-to-run spread, lies beyond its limit (``comparison``); one whose interval straddles
-the limit is undecided: a warning, or a failure with ``--cuzk-compare-unresolved=fail``. ``Gates``
-is the last sink of ``pytest_cuzk_case_finished``, so every other sink has the case before it fails.
+baseline build's runs on this host, saved and recorded in the results database, and fails only a
+change whose whole interval, widened to the host's run-to-run spread, lies beyond its limit
+(``comparison``); one whose interval straddles the limit is undecided: a warning, or a failure
+with ``--cuzk-compare-unresolved=fail``. ``Gates`` is the last sink of
+``pytest_cuzk_case_finished``, so every other sink has the case before it fails.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pytest_cuzk.measure.figures import METRICS, Figures
 from pytest_cuzk.verdicts.abgate import ab_changes
 from pytest_cuzk.verdicts.baseline import Baseline, describe_run
 from pytest_cuzk.verdicts.comparison import Change, Undecided, against_saved
-from pytest_cuzk.verdicts.runspread import SavedRuns, saved_runs
+from pytest_cuzk.verdicts.runspread import Recorded, SavedRuns, saved_runs
 from pytest_cuzk.vocab.units import format_bytes
 
 if TYPE_CHECKING:
@@ -118,23 +119,27 @@ def _compare(
 class Gates:
     """The gates sink: registered by the session when any gate is asked for."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, baseline: Baseline) -> None:
+    def __init__(
+        self, config: pytest.Config, settings: Settings, baseline: Baseline, recorded: Recorded | None = None
+    ) -> None:
+        """``recorded``: the results database's runs of a test on a host, where the run records to one."""
         self.config = config
         self.settings = settings
         self.compared = baseline
+        self.recorded = recorded
         self._runs: list[SavedRun] | None = None
         self._saved: dict[str, SavedRuns | None] = {}
         self._nodeids: dict[str, str] = {}  # a case's name (Figures.test) to its node id, as it finished
 
     def saved(self, test: str) -> SavedRuns | None:
-        """``test``'s saved runs beside the compared run; read when the first compared case finishes."""
+        """``test``'s saved (and recorded) runs beside the compared run; read when the case first asks."""
         run = self.compared.run()
         if run is None:
             return None
         if test not in self._saved:
             if self._runs is None:
                 self._runs = self.compared.runs_beside()
-            self._saved[test] = saved_runs(self._runs, run, test)
+            self._saved[test] = saved_runs(self._runs, run, test, self.recorded)
         return self._saved[test]
 
     def changes(self, figures: Figures) -> list[Change]:

@@ -6,7 +6,9 @@ speed also moves over minutes: on a 2-core VM, eleven runs of one build spread o
 build ran 20% slower than its baseline, its GPU phase too, with no other process busy. So a saved
 baseline is every saved run of the compared run's build on its host (pytest-benchmark's storage
 keeps them all), its figure their mean, and a new run is judged against the spread of those runs:
-a prediction interval for one more run of that build (``RunSpread.half_width_pct``).
+a prediction interval for one more run of that build (``RunSpread.half_width_pct``). With a
+results database (``--cuzk-results-db``), its runs of the test on the host count too
+(``recorded``): a run both saved and recorded counts once, by the run id its saved case names.
 
 The spread comes from this host's repeated runs of any build of the same test (the within-build
 variance of each run's relative deviation from its build's mean, pooled) where they hold more
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -31,13 +33,26 @@ from pytest_cuzk.core.compat import SavedRun
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import Figures, Metric
+from pytest_cuzk.results.rows import SAVED_RUN_ID, RecordedTest
 from pytest_cuzk.vocab.units import plural
 
-__all__ = ["MIN_RUNS", "PRIOR_CV", "RunSpread", "SavedRuns", "saved_runs", "saved_runs_beside"]
+__all__ = [
+    "MIN_RUNS",
+    "PRIOR_CV",
+    "BuildRun",
+    "Recorded",
+    "RunSpread",
+    "SavedRuns",
+    "saved_runs",
+    "saved_runs_beside",
+]
 
 MIN_RUNS = 3  # fewer runs of the baseline build say little of its spread
 PRIOR_CV = 0.10  # run to run, where this host has shown none: an identical build 20% slower stays undecided
 MIN_POOLED_DF = 2  # a host's pooled spread from fewer degrees of freedom is no better than the prior
+
+Recorded = Callable[[str, str], Iterable[RecordedTest]]
+"""Where a test's recorded runs on a host (node id, host fingerprint) come from: the results database."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,7 @@ class RunSpread:
     source: Literal["build", "host", "prior"]
     runs: int = 0  # the runs it was estimated from
     builds: int = 1
+    recorded: int = 0  # of those runs, the ones found in the results database only
 
     def quantile(self) -> float:
         """Student's t at 97.5% for its degrees of freedom (the normal's for the prior)."""
@@ -59,15 +75,16 @@ class RunSpread:
         return self.quantile() * self.cv * math.sqrt(1 + 1 / max(1, baseline_runs)) * 100
 
     def describe(self) -> str:
-        """Which spread, from how many runs: what a reader needs to trust an undecided verdict."""
+        """Which spread, from how many runs found where: what a reader needs to trust an undecided verdict."""
+        if self.source == "prior":
+            return f"no repeated runs on this host: a prior run-to-run CV of {self.cv:.0%}"
+        saved = self.runs - self.recorded
+        found = f" ({saved} saved, {self.recorded} in the results database)" if self.recorded else ""
         if self.source == "build":
-            return (
-                f"run-to-run spread CV {self.cv:.1%} over {self.runs} saved runs of this build on this host"
-            )
-        if self.source == "host":
-            builds = plural(self.builds, "build")
-            return f"run-to-run spread CV {self.cv:.1%} pooled over {self.runs} runs of {builds} on this host"
-        return f"no repeated runs on this host: a prior run-to-run CV of {self.cv:.0%}"
+            where = f"over {self.runs} {'runs' if self.recorded else 'saved runs'} of this build"
+        else:
+            where = f"pooled over {self.runs} runs of {plural(self.builds, 'build')}"
+        return f"run-to-run spread CV {self.cv:.1%} {where} on this host{found}"
 
 
 def _build_and_host(run: Mapping[str, Any]) -> tuple[object, object]:
@@ -79,28 +96,46 @@ def _build_and_host(run: Mapping[str, Any]) -> tuple[object, object]:
     return cuzk.get("daemon"), (cuzk.get("host") or {}).get("fingerprint")
 
 
-def _figures(bench: Mapping[str, Any]) -> Figures:
-    """A saved benchmark's figures, as the candidate's are: a record, not a dict read by key."""
+def _run_id(bench: Mapping[str, Any]) -> object:
+    """The results-database run a saved case names (``SAVED_RUN_ID``); None where it names none."""
     extra = bench.get("extra_info")
+    return extra.get(SAVED_RUN_ID) if isinstance(extra, Mapping) else None
+
+
+def _figures(extra: object) -> Figures:
+    """A saved benchmark's (or a recorded test's) figures, as the candidate's are: a record, not a dict."""
     if not isinstance(extra, Mapping):
         raise ValueError("no extra_info")
     try:
         return Figures.from_dict(extra)
-    except (TypeError, ValueError, KeyError) as exc:
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise ValueError(f"its extra_info is not a pytest-cuzk record ({exc})") from exc
 
 
 @dataclass(frozen=True)
+class BuildRun:
+    """One run of a build on this host, and where it was found."""
+
+    figures: Figures
+    recorded: bool = False  # in the results database, not in the benchmark storage
+
+
+@dataclass(frozen=True)
 class SavedRuns:
-    """One test's saved runs on the compared run's host: the baseline build's, and each other build's."""
+    """One test's runs on the compared run's host: the baseline build's, and each other build's."""
 
     compared: Figures
-    mine: tuple[Figures, ...]  # the baseline build's runs, the compared one among them
-    others: tuple[tuple[Figures, ...], ...] = ()  # each other build's runs on this host
+    mine: tuple[BuildRun, ...]  # the baseline build's runs, the compared one first
+    others: tuple[tuple[BuildRun, ...], ...] = ()  # each other build's runs on this host
 
-    def values(self, metric: Metric, runs: Iterable[Figures] | None = None) -> list[float]:
-        found = (metric.value(f) for f in (self.mine if runs is None else runs))
+    def values(self, metric: Metric, runs: Iterable[BuildRun] | None = None) -> list[float]:
+        found = (metric.value(run.figures) for run in (self.mine if runs is None else runs))
         return [v for v in found if v is not None]
+
+    def recorded(self, metric: Metric, runs: Iterable[BuildRun] | None = None) -> int:
+        """How many of the runs with ``metric`` were found in the results database only."""
+        found = self.mine if runs is None else runs
+        return sum(1 for run in found if run.recorded and metric.value(run.figures) is not None)
 
     def value(self, metric: Metric) -> float | None:
         """The baseline's figure: the mean over the build's runs that have it."""
@@ -110,7 +145,7 @@ class SavedRuns:
     @property
     def others_pct(self) -> float | None:
         """The share of the host's CPUs other processes kept busy, averaged over the baseline's runs."""
-        found = [f.memory.host_other_cpu_pct for f in self.mine if f.memory is not None]
+        found = [run.figures.memory.host_other_cpu_pct for run in self.mine if run.figures.memory is not None]
         known = [pct for pct in found if pct is not None]
         return statistics.fmean(known) if known else None
 
@@ -124,8 +159,8 @@ class SavedRuns:
         mine = self.values(metric)
         own = None
         if len(mine) >= MIN_RUNS and (cv := stats.cv(mine)) is not None:
-            own = RunSpread(cv, len(mine) - 1, "build", len(mine))
-        squares, df, runs, builds = 0.0, 0, 0, 0
+            own = RunSpread(cv, len(mine) - 1, "build", len(mine), recorded=self.recorded(metric))
+        squares, df, runs, builds, recorded = 0.0, 0, 0, 0, 0
         for group in (self.mine, *self.others):
             values = self.values(metric, group)
             mean = statistics.fmean(values) if len(values) >= 2 else 0.0
@@ -133,40 +168,54 @@ class SavedRuns:
                 continue
             squares += sum(((v - mean) / mean) ** 2 for v in values)
             df, runs, builds = df + len(values) - 1, runs + len(values), builds + 1
+            recorded += self.recorded(metric, group)
         if df >= MIN_POOLED_DF and (own is None or df > own.df):
-            return RunSpread(math.sqrt(squares / df), df, "host", runs, builds)
+            return RunSpread(math.sqrt(squares / df), df, "host", runs, builds, recorded)
         return own or RunSpread(PRIOR_CV, math.inf, "prior")
 
 
-def saved_runs(runs: Iterable[SavedRun], compared: SavedRun, test: str) -> SavedRuns | None:
-    """``test``'s saved runs beside ``compared`` (None when it has no such test).
+def saved_runs(
+    runs: Iterable[SavedRun], compared: SavedRun, test: str, recorded: Recorded | None = None
+) -> SavedRuns | None:
+    """``test``'s saved runs beside ``compared``, and its ``recorded`` ones (None when it has no such test).
 
     A compared run whose test is no pytest-cuzk record is an error naming the file; another run
-    that is not one adds nothing.
+    that is not one adds nothing. A recorded run that was saved too (its saved case names it) is
+    counted once, as saved.
     """
     bench = compared.benchmarks().get(test)
     if bench is None:
         return None
     try:
-        figures = _figures(bench)
+        figures = _figures(bench.get("extra_info"))
     except ValueError as exc:
         raise CuzkError(f"{compared.path}: {test}: {exc}; save a new baseline with --benchmark-save") from exc
-    build, host = mine = _build_and_host(compared.data)
-    if not isinstance(build, str) or host is None:
-        return SavedRuns(figures, (figures,))  # saved without pytest-cuzk's machine info: build unknown
-    by_build: dict[object, list[Figures]] = {}
+    build, host = _build_and_host(compared.data)
+    if not isinstance(build, str) or not isinstance(host, str):
+        return SavedRuns(figures, (BuildRun(figures),))  # saved without pytest-cuzk's machine info
+    by_build: dict[object, list[BuildRun]] = {}
     seen = {Path(compared.path).resolve()}
+    saved_ids = {_run_id(bench)}
     for run in runs:
         built_here = _build_and_host(run.data)
         if built_here[1] != host or Path(run.path).resolve() in seen or test not in run.benchmarks():
             continue
         seen.add(Path(run.path).resolve())
+        saved = run.benchmarks()[test]
         try:
-            by_build.setdefault(built_here[0], []).append(_figures(run.benchmarks()[test]))
+            by_build.setdefault(built_here[0], []).append(BuildRun(_figures(saved.get("extra_info"))))
         except ValueError:
             continue
-    same = by_build.pop(mine[0], [])
-    return SavedRuns(figures, (figures, *same), tuple(tuple(group) for group in by_build.values()))
+        saved_ids.add(_run_id(saved))
+    for found in recorded(test, host) if recorded is not None else ():
+        if found.run_id in saved_ids or found.host != host or found.nodeid != test:
+            continue
+        try:
+            by_build.setdefault(found.build, []).append(BuildRun(_figures(found.figures), recorded=True))
+        except ValueError:
+            continue  # a row this cannot read adds nothing
+    same = by_build.pop(build, [])
+    return SavedRuns(figures, (BuildRun(figures), *same), tuple(tuple(group) for group in by_build.values()))
 
 
 def saved_runs_beside(path: Path) -> Iterator[SavedRun]:

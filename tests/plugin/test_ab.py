@@ -123,6 +123,9 @@ def test_the_results_database_holds_both_builds_and_the_paired_change(fake_run, 
     assert baseline.ab is None and baseline.proofs_ok >= 8 and baseline.proofs_per_hour
     assert candidate.ab is not None and candidate.ab["seed"] == 7 and "baseline" not in candidate.ab
     assert candidate.ab["throughput_ratio"] is not None and len(candidate.ab["log_ratios"]) >= 3
+    assert {row.run.daemons for row in rows.values()} == {2}, (
+        "measured beside each other: no lone build's runs"
+    )
 
 
 def test_the_html_report_shows_both_builds_and_the_paired_change(fake_run, tmp_path):

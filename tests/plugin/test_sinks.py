@@ -11,6 +11,7 @@ from pytest_cuzk.backends.fake import FakeBehaviour
 from pytest_cuzk.core import progress
 from pytest_cuzk.measure.figures import Figures
 from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.rows import SAVED_RUN_ID
 
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
 
@@ -74,7 +75,9 @@ def test_summary_has_a_row_per_case_cold_starts_and_counter_deltas(fake_run):
 
 def test_the_results_database_gets_one_row_per_case(fake_run, tmp_path):
     url = f"sqlite:///{tmp_path / 'results.db'}"
-    result, _ = fake_run({"test_prove": PROVE_SOURCE}, "-k", "winning or wpost", f"--cuzk-results-db={url}")
+    saved = tmp_path / "bench.json"
+    args = ("-k", "winning or wpost", f"--cuzk-results-db={url}", f"--benchmark-json={saved}")
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *args)
     result.assert_outcomes(passed=2)
     with ResultsDB(url) as db:
         rows = db.rows()
@@ -82,6 +85,28 @@ def test_the_results_database_gets_one_row_per_case(fake_run, tmp_path):
         assert all(r.test.proofs_ok == 2 and r.run.daemon_build == "fake daemon" for r in rows)
         assert len({r.run.run_id for r in rows}) == 1
         assert db.run_finished_at(rows[0].run.run_id) is not None, "a run that ended is marked finished"
+    # What the saved-baseline gate reads of a recorded run: the build as machine info names it, a
+    # lone daemon, the figures the saved case holds, and the saved case naming the run.
+    machine = json.loads(saved.read_text())["machine_info"]["cuzk"]
+    assert {(r.run.machine_build, r.run.daemons) for r in rows} == {(machine["daemon"], 1)}
+    benches = {b["fullname"]: b["extra_info"] for b in json.loads(saved.read_text())["benchmarks"]}
+    for row in rows:
+        extra = benches[row.test.nodeid]
+        assert extra[SAVED_RUN_ID] == row.run.run_id
+        assert row.test.figures is not None
+        assert Figures.from_dict({**row.test.figures, "samples": row.test.samples}) == Figures.from_dict(
+            extra
+        )
+
+
+def test_a_results_database_file_that_is_no_database_fails_the_case_saying_so(fake_run, tmp_path):
+    garbage = tmp_path / "results.db"
+    garbage.write_bytes(b"not a database, " * 100)
+    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, f"--cuzk-results-db={garbage}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*cannot record in the results database {garbage}: file is not a database*"]
+    )
 
 
 def test_a_failing_sink_does_not_stop_the_gates_or_the_summary(fake_run):

@@ -132,7 +132,7 @@ def write_old(
     engine.dispose()
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
 def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) -> None:
     assert "sampler_interval_s" not in build_metadata(1).tables["tests"].c
     assert "host_id" not in build_metadata(2).tables["runs"].c
@@ -145,7 +145,7 @@ def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) ->
 
     with ResultsDB(db_url) as db:
         with db.engine.connect() as conn:
-            assert schema_version(conn) == SCHEMA_VERSION == 6
+            assert schema_version(conn) == SCHEMA_VERSION == 7
             runs = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
         assert {"hostname", "host_id"} <= runs
         (row,) = db.rows()
@@ -169,6 +169,9 @@ def test_migrates_an_old_database_keeping_its_rows(db_url: str, version: int) ->
         assert [r.test.warmup_rss_peak_bytes for r in rows] == [None, 230 * GIB]
         assert [r.test.samples for r in rows] == [None, samples], "no samples before v4: None, not empty"
         assert rows[0].test.gpu_p50_ms is None, "no stage figures before v6"
+        assert (rows[0].test.figures, rows[0].run.machine_build) == (None, None), (
+            "nor whole figures before v7"
+        )
         assert migrate(db.engine) == SCHEMA_VERSION  # a second pass changes nothing
 
 
