@@ -211,9 +211,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("plots", "Directory for per-test memory plots (PNG)"),
     Option(
         "status",
-        "An attached daemon's HTTP /status (its daemon.status_listen), for its per-partition times and the "
-        "memory figures of a daemon whose process cannot be sampled (a daemon the plugin starts has its own): "
-        "ADDR=HOST:PORT per daemon (repeatable), or HOST:PORT for the only daemon",
+        "An attached daemon's HTTP /status (its daemon.status_listen), for its per-partition times and "
+        "the memory figures of a daemon whose process cannot be sampled (a daemon the plugin starts has "
+        "its own): ADDR=HOST:PORT per daemon (repeatable), or HOST:PORT for the only daemon",
         (),
         "list",
     ),
