@@ -253,7 +253,7 @@ class Figures:
     status_memory_peak_bytes: int | None = None  # the daemon's own /status memory.used_bytes peak
     na_reasons: dict[str, str] = field(default_factory=dict)
     samples: Samples = field(default_factory=Samples)
-    ab: PairedAB | None = None  # --cuzk-ab: the baseline build's figures and the paired change
+    ab: PairedAB | None = None  # --cuzk-ab: the control build's figures and the paired change
     failed: str = ""  # why the case failed part-way: its figures are what it measured before
     gpu_p50_ms: float | None = None  # the median proof's GPU time, as the daemon reported it
     synthesis_p50_ms: float | None = None  # the median proof's synthesis time

@@ -46,9 +46,9 @@ class Recorder:
     def pytest_cuzk_case_finished(
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
-        """Write one finished case, an A/B case's baseline too; a database error masks the DSN's password.
+        """Write one finished case, an A/B case's control too; a database error masks the DSN's password.
 
-        The baseline's figures go in its own run, under its own build, like any build's; the
+        The control build's figures go in its own run, under its own build, like any build's; the
         candidate's row carries the paired change.
         """
         from sqlalchemy.exc import SQLAlchemyError
@@ -57,8 +57,8 @@ class Recorder:
             pair = None
             if figures.ab is not None:
                 ab = figures.ab
-                self._record(item, case, self.backend_for(AB_LABEL), ab.baseline)
-                pair = {k: v for k, v in ab.to_dict().items() if k != "baseline"}
+                self._record(item, case, self.backend_for(AB_LABEL), ab.control)
+                pair = ab.to_dict(with_control=False)
             self._record(item, case, self.backend_for(case.label), figures, pair)
         except (SQLAlchemyError, OSError) as exc:
             # Not chained: SQLAlchemy's frames and message carry the DSN with its password.

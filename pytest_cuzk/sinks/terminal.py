@@ -50,10 +50,10 @@ def header_lines(session: RunView) -> list[str]:
         lines = [f"cuzk: daemon mode {choice.mode} ({choice.reason})"]
     except CuzkError as exc:
         return [f"cuzk: no daemon: {exc}"]
-    if choice.baseline is not None:
+    if choice.control is not None:
         lines.append(
-            f"cuzk: A/B: each case also runs on the baseline {choice.baseline.profile().identity()} "
-            f"({choice.baseline.mode}), windows of the two builds in pairs, in a seeded random order"
+            f"cuzk: A/B: each case also runs on the control build {choice.control.profile().identity()} "
+            f"({choice.control.mode}), windows of the two builds in pairs, in a seeded random order"
         )
     if session.config.args == ["pytest_cuzk.suite"]:
         lines.append(
@@ -274,9 +274,9 @@ def _listed(head: str, tests: list[tuple[str, str]]) -> list[str]:
     return [f"{head}: {plural(len(tests), 'cuzk test')}", *each]
 
 
-def _baseline(f: Figures) -> tuple[Figures, ...]:
-    """An A/B case's baseline build as a row of its own, under the candidate's."""
-    return (dataclasses.replace(f.ab.baseline, test=f"  {f.test} [baseline]"),) if f.ab is not None else ()
+def _control(f: Figures) -> tuple[Figures, ...]:
+    """An A/B case's control build as a row of its own, under the candidate's."""
+    return (dataclasses.replace(f.ab.control, test=f"  {f.test} [control]"),) if f.ab is not None else ()
 
 
 def ab_lines(rows: Iterable[Figures]) -> list[str]:
@@ -285,11 +285,11 @@ def ab_lines(rows: Iterable[Figures]) -> list[str]:
     for f in rows:
         if (ab := f.ab) is None:
             continue
-        base = ab.baseline
         lines.append(
-            f"A/B {f.test}: candidate against baseline, {ab.describe()}; {ab.how()}; {ab.wall_s:.0f} s"
+            f"A/B {f.test}: candidate against control, {ab.describe()}; {ab.how()}; {ab.wall_s:.0f} s"
         )
-        for name, build, fig in (("candidate", ab.candidate_build, f), ("baseline", ab.baseline_build, base)):
+        sides = (("candidate", ab.candidate_build, f), ("control", ab.control_build, ab.control))
+        for name, build, fig in sides:
             rss, vram = (METRICS[m].fmt(METRICS[m].value(fig)) for m in ("rss_peak", "vram_peak"))
             lines.append(
                 f"  {name} {build}: {fig.throughput_proofs_per_hour:.1f}/h, RSS peak {rss}, VRAM peak {vram}"
@@ -303,7 +303,7 @@ def summary_lines(session: RunView) -> list[str]:
     heads = ["test", "kind", ">batch", ">j", ">ok", ">failed", *(f">{m.label}" for m in metrics)]
     heads.insert(heads.index(">proofs/h") + 1, ">±95%")
     rows = []
-    for f in (row for case in session.rows for row in (case, *_baseline(case))):
+    for f in (row for case in session.rows for row in (case, *_control(case))):
         test = f"{f.test} FAILED" if f.failed else f.test  # a case that failed part-way: what it measured
         row: list[object] = [test, f.kind, f.batch_size, f.concurrency, f.proofs_ok, f.proofs_failed]
         row += [m.fmt(m.value(f)) for m in metrics]
