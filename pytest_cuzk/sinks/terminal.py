@@ -9,7 +9,7 @@ Each load scenario gets one line with its headline figure.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["compare_lines", "header_lines", "metric_deltas", "scenario_lines", "stage_line", "summary_lines"]
 
+_MEDIAN = stats.Quantile(50)
 _SUMMARY_METRICS = ("p50", "p90", "p99", "throughput", "rss_peak", "vram_peak")
 _NA_LABELS = {
     "rss_peak_bytes": "RSS",
@@ -168,24 +169,31 @@ def measurement_line(f: Figures) -> str:
     )
 
 
-def _median(values: Sequence[float], unit: float, over: str) -> str:
-    """``9.8 s (9.1 to 10.4 s) over 17 proofs``: a median with its 95% interval and what it is over."""
-    low_high = stats.Quantile(50).interval(values)
-    median = float(np.median(values)) / unit
-    interval = f" ({low_high[0] / unit:.2f} to {low_high[1] / unit:.2f} s)" if low_high else " (no interval)"
-    return f"{median:.2f} s{interval} over {plural(len(values), over)}"
+def median_interval(
+    values: Sequence[float], fmt: Callable[[float], str], unit: str, median: float | None = None
+) -> str:
+    """``9.80 s (9.10 to 10.40 s)``: a median with its 95% interval, both in ``unit``.
+
+    The summary's one way to show a median, whatever its unit and digits (``fmt``): ``median`` is
+    the case's recorded figure where it has one, so the line reads as the table and the gate do.
+    """
+    ci = _MEDIAN.interval(values)
+    middle = float(np.median(values)) if median is None else median
+    within = f"{fmt(ci[0])} to {fmt(ci[1])}{unit}" if ci is not None else "no interval"
+    return f"{fmt(middle)}{unit} ({within})"
 
 
 def interval_line(f: Figures) -> str:
     """What each figure's 95% interval is over: windows, proofs, partitions; peaks have none."""
-    s = f.samples
+    s, p50, seconds = f.samples, METRICS["p50"], "{:.2f}".format
     parts = [f"throughput {_interval(f)} over {plural(len(s.series('window_s_per_proof')), 'window')}"]
     if s.latency_s:
-        parts.append(f"median latency {_median(s.latency_s, 1.0, 'proof')}")
-    if s.partition_gpu_ms:
-        parts.append(f"GPU per partition {_median(s.partition_gpu_ms, 1000.0, 'partition')}")
-    if s.partition_synth_ms:
-        parts.append(f"synthesis per partition {_median(s.partition_synth_ms, 1000.0, 'partition')}")
+        median = median_interval(s.latency_s, p50.fmt, p50.suffix, f.latency_p50_s)
+        parts.append(f"median latency {median} over {plural(len(s.latency_s), 'proof')}")
+    for name, partitions in (("GPU", s.partition_gpu_ms), ("synthesis", s.partition_synth_ms)):
+        if partitions:
+            median = median_interval([ms / 1000 for ms in partitions], seconds, " s")
+            parts.append(f"{name} per partition {median} over {plural(len(partitions), 'partition')}")
     parts.append("RSS and VRAM peaks: one value per case, no interval")
     return "  95% intervals: " + "; ".join(parts)
 
@@ -203,11 +211,9 @@ def stage_line(f: Figures) -> str | None:
     for name, series, label in STAGES:
         metric = METRICS[name]
         value = metric.value(f)
-        if value is None or metric.estimator is None:
-            continue
-        ci = metric.estimator.interval(f.samples.series(series))
-        within = f" ({metric.fmt(ci[0])} to {metric.fmt(ci[1])})" if ci is not None else ""
-        parts.append(f"{label.removesuffix(' ms')} {metric.show(value)}{within}")
+        if value is not None:
+            median = median_interval(f.samples.series(series), metric.fmt, metric.suffix, value)
+            parts.append(f"{label.removesuffix(' ms')} {median}")
     return f"  per proof, median (95% CI): {', '.join(parts)}" if parts else None
 
 
