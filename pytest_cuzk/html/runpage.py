@@ -37,7 +37,7 @@ _HEADLINE = ("throughput", "p50", "p90", "rss_peak", "vram_peak")
 _IDENTITY = ("test", "label", "kind", "failures")  # shown in the case's heading and its own list
 _GROUPS = {
     "": "Figures",
-    "timings": "The daemon's phase times (mean over successful proofs)",
+    "timings": "The daemon's phase times (mean over successful proofs; GPU, synthesis: sums over partitions)",
     "memory": "Memory and GPU sampler",
     "ab": "A/B: the paired change against the control build (log-ratios: candidate over control)",
 }

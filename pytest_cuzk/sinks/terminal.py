@@ -208,12 +208,12 @@ def _ended(f: Figures) -> str:
 def stage_line(f: Figures) -> str | None:
     """The daemon's stage times per proof (medians with their 95% intervals): where a proof's time went."""
     parts = []
-    for name, series, label in STAGES:
+    for name, series, _, label in STAGES:
         metric = METRICS[name]
         value = metric.value(f)
         if value is not None:
             median = median_interval(f.samples.series(series), metric.fmt, metric.suffix, value)
-            parts.append(f"{label.removesuffix(' ms')} {median}")
+            parts.append(f"{label} {median}")
     return f"  per proof, median (95% CI): {', '.join(parts)}" if parts else None
 
 
