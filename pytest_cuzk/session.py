@@ -112,9 +112,9 @@ class CuzkSession:
 
         return ProvingClient(backend.address, default_timeout=self.settings.call_timeout, watch=watch)
 
-    def ab_baseline(self) -> DaemonBackend | None:
+    def control_daemon(self) -> DaemonBackend | None:
         """The ``--cuzk-ab`` daemon, measured beside the candidate in each case; None without A/B."""
-        return self.choice.baseline
+        return self.choice.control
 
     def data(self, backend: DaemonBackend) -> TestData:
         """The test data of the engine behind ``backend`` (shared by daemons with the same manifest)."""
@@ -299,7 +299,7 @@ class CuzkSession:
         if report.when == "call":
             from pytest_cuzk.run.execution import FINISHED_KEY
 
-            for owner in self.choice.every:  # an A/B baseline's starts too (kept once, by key)
+            for owner in self.choice.every:  # the A/B control daemon's starts too (kept once, by key)
                 for cold in owner.state.cold:
                     key = f"{self.worker}/{owner.label}/{cold.batch_size}/{cold.start_s}"
                     record = {"key": key, **cold.to_dict(), "restarts": list(owner.state.restarts)}

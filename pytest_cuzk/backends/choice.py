@@ -24,7 +24,7 @@ from pytest_cuzk.vocab.addresses import label_from_address, parse_address
 __all__ = ["AB_LABEL", "DaemonChoice", "check", "choose"]
 
 LOCAL_LABEL = "local"
-AB_LABEL = "baseline"  # the --cuzk-ab daemon's label: test ids and backends keep naming the candidate
+AB_LABEL = "control"  # the --cuzk-ab daemon's label: test ids and backends keep naming the candidate
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class DaemonChoice:
     mode: Mode
     reason: str
     backends: tuple[DaemonBackend, ...]
-    baseline: DaemonBackend | None = None  # --cuzk-ab's daemon, measured beside the candidate
+    control: DaemonBackend | None = None  # --cuzk-ab's daemon, measured beside the candidate
 
     @property
     def attached(self) -> bool:
@@ -49,7 +49,9 @@ class DaemonChoice:
         (masked) let a comparison say which keys differ; ``host`` describes where pytest ran, and a
         remote daemon's hardware is not in it.
         """
-        ab = {"ab_baseline_daemon": self.baseline.profile().build()} if self.baseline is not None else {}
+        control = self.control
+        # The key keeps the control daemon's former name: saved runs are read by it.
+        ab = {"ab_baseline_daemon": control.profile().build()} if control is not None else {}
         return {
             "host": host,
             "daemon": ", ".join(sorted({b.profile().build() for b in self.backends})),
@@ -66,8 +68,8 @@ class DaemonChoice:
 
     @property
     def every(self) -> tuple[DaemonBackend, ...]:
-        """Every daemon of the run, the A/B baseline too: what is stopped at its end."""
-        return self.backends + ((self.baseline,) if self.baseline is not None else ())
+        """Every daemon of the run, the A/B control daemon too: what is stopped at its end."""
+        return self.backends + ((self.control,) if self.control is not None else ())
 
 
 def _listens(address: str, timeout_s: float) -> bool:
@@ -124,24 +126,24 @@ def check(settings: Settings) -> None:
     from pytest_cuzk.backends.spawned import SpawnedCuzk, SpawnedDaemon
 
     kinds: dict[str, type[SpawnedDaemon]] = {"spawn": SpawnedCuzk, "ref": ReferenceEngine}
-    sides = [settings] + ([baseline_settings(settings)] if settings.ab is not None else [])
+    sides = [settings] + ([control_settings(settings)] if settings.ab is not None else [])
     for side in sides:
         if not side.attach and side.daemon in kinds:
             kinds[side.daemon].check_settings(side)
 
 
 def choose(settings: Settings, workspace: Workspace) -> DaemonChoice:
-    """Resolve ``--cuzk-daemon`` into backends, and ``--cuzk-ab`` into the baseline beside them."""
+    """Resolve ``--cuzk-daemon`` into backends, and ``--cuzk-ab`` into the control daemon beside them."""
     choice = _candidates(settings, workspace)
     if settings.ab is None:
         return choice
-    baseline = _candidates(baseline_settings(settings), workspace).backends[0]
-    return dataclasses.replace(choice, baseline=baseline)
+    control = _candidates(control_settings(settings), workspace).backends[0]
+    return dataclasses.replace(choice, control=control)
 
 
-def baseline_settings(s: Settings) -> Settings:
-    """The baseline's settings: ``--cuzk-ab*`` in the places of the options that name the candidate."""
-    assert s.ab is not None, "only an A/B run has a baseline"
+def control_settings(s: Settings) -> Settings:
+    """The control daemon's settings: ``--cuzk-ab*`` in the places of the options that name the candidate."""
+    assert s.ab is not None, "only an A/B run has a control daemon"
     own = {THIS_DAEMON: AB_LABEL}  # its label; --cuzk-status and --cuzk-host-id name the candidate
     return dataclasses.replace(
         s, daemon=s.ab, attach=s.ab_attach, binary=s.ab_binary, config=s.ab_config, labels=own, status={}

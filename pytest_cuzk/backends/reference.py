@@ -133,7 +133,7 @@ def ref_preset(settings: Settings) -> str:
     Both given and different is a mistake the run must not guess about: a CuzkError naming both.
     """
     configured = daemon_config(settings.config, {}).get("ref", {}).get("preset")
-    where = f'[ref] preset = "{configured}" in {settings.config}'  # --cuzk-config, or an A/B baseline's
+    where = f'[ref] preset = "{configured}" in {settings.config}'  # --cuzk-config, or --cuzk-ab-config
     if configured is not None and configured not in REF_PRESETS:
         raise CuzkError(f"{where}: unknown preset; use one of {', '.join(REF_PRESETS)}")
     if configured is None or settings.preset_from is None:

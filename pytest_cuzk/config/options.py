@@ -195,12 +195,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "ab",
-        "A/B in one run: the baseline daemon, named like --cuzk-daemon names the candidate (spawn, ref, or "
+        "A/B in one run: the control daemon, named like --cuzk-daemon names the candidate (spawn, ref, or "
         "ADDR); the two builds prove each case in turn, in pairs of windows, and --cuzk-compare-fail gates "
         "the paired change",
     ),
-    Option("ab-binary", "The baseline's cuzk binary, for --cuzk-ab=spawn (the candidate's is --cuzk-binary)"),
-    Option("ab-config", "The baseline's base daemon TOML config (for cuzk-ref, e.g. its [ref.faults])"),
+    Option(
+        "ab-binary", "The control build's cuzk binary, for --cuzk-ab=spawn (the candidate's is --cuzk-binary)"
+    ),
+    Option("ab-config", "The control build's base daemon TOML config (for cuzk-ref, e.g. its [ref.faults])"),
     Option(
         "ab-layout",
         "How the two daemons of --cuzk-ab share the host: auto (side by side where memory allows, else "

@@ -85,7 +85,7 @@ class Settings:
     slo: dict[str, Slo] = field(default_factory=dict)  # --cuzk-slo by kind; the engine's default elsewhere
     scenario_budget: float = 60.0
     background_in_flight: int = 9
-    ab: str | None = None  # --cuzk-ab: the baseline's mode (spawn, ref, attach); None: no A/B
+    ab: str | None = None  # --cuzk-ab: the control daemon's mode (spawn, ref, attach); None: no A/B
     ab_attach: tuple[str, ...] = ()
     ab_binary: Path | None = None
     ab_config: Path | None = None
@@ -245,17 +245,17 @@ def _unresolved(raw: dict[str, tuple[Any, Where]]) -> str:
 
 
 def _ab(raw: dict[str, tuple[Any, Where]], candidates: tuple[str, ...], path: Any) -> dict[str, Any]:
-    """The ``ab_*`` settings: one baseline daemon beside one candidate, a binary only where it is spawned."""
+    """The ``ab_*`` settings: one control daemon beside one candidate, a binary only where it is spawned."""
     value, where = raw["ab"]
     if value is None:
         if given := [raw[n][1] for n in ("ab-binary", "ab-config", "ab-seed") if raw[n][0] is not None]:
-            raise pytest.UsageError(f"{given[0]} needs --cuzk-ab: name the baseline daemon")
+            raise pytest.UsageError(f"{given[0]} needs --cuzk-ab: name the control daemon")
         return {}
     mode, attach = values.daemon(value, where, ("spawn", "ref"), "one ADDR")
     if len(attach) > 1 or len(candidates) > 1:
-        raise pytest.UsageError(f"{where}: A/B pairs one candidate daemon with one baseline, not several")
+        raise pytest.UsageError(f"{where}: A/B pairs one candidate daemon with one control, not several")
     if (raw["ab-binary"][0] is not None) != (mode == "spawn"):
-        raise pytest.UsageError(f"{where}: --cuzk-ab=spawn takes the baseline's binary from --cuzk-ab-binary")
+        raise pytest.UsageError(f"{where}: --cuzk-ab=spawn takes the control's binary from --cuzk-ab-binary")
     seed = values.whole(*raw["ab-seed"]) if raw["ab-seed"][0] is not None else None
     layout = values.choice(*raw["ab-layout"], AB_LAYOUTS)
     return dict(ab=mode, ab_attach=attach, ab_binary=path("ab-binary"), ab_config=path("ab-config"),

@@ -37,9 +37,9 @@ _HEADLINE = ("throughput", "p50", "p90", "rss_peak", "vram_peak")
 _IDENTITY = ("test", "label", "kind", "failures")  # shown in the case's heading and its own list
 _GROUPS = {
     "": "Figures",
-    "timings": "The daemon's phase times (mean over successful proofs)",
+    "timings": "The daemon's phase times (mean over successful proofs; GPU, synthesis: sums over partitions)",
     "memory": "Memory and GPU sampler",
-    "ab": "A/B: the paired change against the baseline build (log-ratios: candidate over baseline)",
+    "ab": "A/B: the paired change against the control build (log-ratios: candidate over control)",
 }
 
 
@@ -110,7 +110,8 @@ def gates(s: Settings) -> list[str]:
         )
         if limits
     ]
-    out += [f"{name} no worse than {pct:g}% against the baseline" for name, pct in s.compare_fail.items()]
+    against = "the baseline" if s.ab is None else "the control build"
+    out += [f"{name} no worse than {pct:g}% against {against}" for name, pct in s.compare_fail.items()]
     return out
 
 

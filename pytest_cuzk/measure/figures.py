@@ -83,11 +83,15 @@ def _stage(name: str, sample: str, label: str) -> Metric:
 
 
 STAGES = (
-    ("gpu", "gpu_compute_ms", "GPU ms"),
-    ("synthesis", "synthesis_ms", "synth ms"),
-    ("queue_wait", "queue_wait_ms", "queue ms"),
+    ("gpu", "gpu_compute_ms", "GPU ms", "GPU (summed over partitions)"),
+    ("synthesis", "synthesis_ms", "synth ms", "synth (summed)"),
+    ("queue_wait", "queue_wait_ms", "queue ms", "queue"),
 )
-"""The per-proof stage figures: (metric name, the ``Samples`` series, the summary's heading)."""
+"""The per-proof stage figures: (metric name, ``Samples`` series, the table's heading, the summary's label).
+
+cuzk's GPU and synthesis times of a proof are sums over its partitions (ten for a PoRep), so
+they can exceed the proof's latency; the summary's labels say so, apart from a partition's own.
+"""
 
 
 METRICS: dict[str, Metric] = {
@@ -107,7 +111,7 @@ METRICS: dict[str, Metric] = {
             estimator=Rate(),
         ),
         *(_latency(q) for q in (50, 90, 99)),
-        *(_stage(*stage) for stage in STAGES),
+        *(_stage(name, sample, heading) for name, sample, heading, _ in STAGES),
         # The slowest proof is one proof: no sample to test, compared as measured. Runs combine by
         # max: the pool's slowest proof is the slowest of any run, so no pooled percentile passes it.
         Metric("max", "latency_max_s", "max_s", "max s", "s", False, max, _num("{:.2f}"), " s"),
@@ -253,10 +257,10 @@ class Figures:
     status_memory_peak_bytes: int | None = None  # the daemon's own /status memory.used_bytes peak
     na_reasons: dict[str, str] = field(default_factory=dict)
     samples: Samples = field(default_factory=Samples)
-    ab: PairedAB | None = None  # --cuzk-ab: the baseline build's figures and the paired change
+    ab: PairedAB | None = None  # --cuzk-ab: the control build's figures and the paired change
     failed: str = ""  # why the case failed part-way: its figures are what it measured before
-    gpu_p50_ms: float | None = None  # the median proof's GPU time, as the daemon reported it
-    synthesis_p50_ms: float | None = None  # the median proof's synthesis time
+    gpu_p50_ms: float | None = None  # the median proof's GPU time (summed over its partitions), as reported
+    synthesis_p50_ms: float | None = None  # the median proof's synthesis time (summed over its partitions)
     queue_wait_p50_ms: float | None = None  # the median proof's wait in the daemon's queue
 
     def why_na(self, attr: str) -> str | None:

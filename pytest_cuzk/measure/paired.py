@@ -1,10 +1,12 @@
-"""One A/B case's record: the baseline build's own figures and the paired change between the builds.
+"""One A/B case's record: the control build's own figures and the paired change between the builds.
 
 With ``--cuzk-ab`` a case measures two daemons through the same minutes, its windows in pairs
 (one of each build, in a seeded random order). The candidate's figures stay the case's
-``Figures``; this record, its ``ab``, holds the baseline's (memory peaks included, each build's
+``Figures``; this record, its ``ab``, holds the control build's (memory peaks included, each build's
 its own), each pair's log-ratio, and the change they give with its interval and p-value, so the
-gate, the summary, the HTML report and the results database read one thing.
+gate, the summary, the HTML report and the results database read one thing. Stored (pytest-benchmark's
+``extra_info``, the results database), the control's keys keep its former name, baseline, so that
+runs saved before and after read alike.
 """
 
 from __future__ import annotations
@@ -21,24 +23,26 @@ from pytest_cuzk.vocab.units import plural
 if TYPE_CHECKING:
     from pytest_cuzk.measure.figures import Figures
 
-__all__ = ["BASELINE", "CANDIDATE", "PairedAB"]
+__all__ = ["CANDIDATE", "CONTROL", "PairedAB"]
 
-CANDIDATE, BASELINE = "C", "B"  # letters of the order string: "BC CB" is the baseline first, then last
+# Letters of the order string, as stored: "BC CB" is the control first, then last (B: its former name).
+CANDIDATE, CONTROL = "C", "B"
+_STORED = {"control": "baseline", "control_build": "baseline_build"}  # field: its key in stored data
 
 
 @dataclass(frozen=True)
 class PairedAB:
-    """The baseline of an A/B case and how the candidate's throughput compares with it, pair by pair."""
+    """The control build of an A/B case and how the candidate's throughput compares with it, pair by pair."""
 
-    baseline: Figures
+    control: Figures
     candidate_build: str
-    baseline_build: str
+    control_build: str
     layout: str  # "side by side", or "in turn" (one daemon up at a time, blocks of windows)
     seed: int
     order: str  # each pair's order, e.g. "BC CB CB BC"
     windows_per_block: int  # windows of one build in a row: 1 side by side, more in turn
-    log_ratios: tuple[float, ...] = ()  # per pair: log(candidate's seconds per proof / the baseline's)
-    throughput_ratio: float | None = None  # candidate / baseline, from the mean log-ratio
+    log_ratios: tuple[float, ...] = ()  # per pair: log(candidate's seconds per proof / the control's)
+    throughput_ratio: float | None = None  # candidate / control, from the mean log-ratio
     throughput_ratio_ci: tuple[float, float] | None = None  # 95%, Student's t over the pairs
     p_value: float | None = None  # of no change
     wall_s: float = 0.0  # the A/B case from its first window to its last, restarts included
@@ -49,7 +53,7 @@ class PairedAB:
 
     @property
     def change_pct(self) -> float | None:
-        """The candidate's throughput change against the baseline, in percent (negative: slower)."""
+        """The candidate's throughput change against the control, in percent (negative: slower)."""
         return None if self.throughput_ratio is None else (self.throughput_ratio - 1) * 100
 
     @property
@@ -88,9 +92,12 @@ class PairedAB:
         p = f", p={self.p_value:.2g}" if self.p_value is not None else ""
         return f"throughput {self.change_pct:+.1f}% ({interval}{p})"
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["baseline"] = self.baseline.to_dict()
+    def to_dict(self, with_control: bool = True) -> dict[str, Any]:
+        """As stored; ``with_control=False`` leaves out the control's figures, for a store that keeps them."""
+        fields = [f.name for f in dataclasses.fields(self) if with_control or f.name != "control"]
+        out = {_STORED.get(name, name): getattr(self, name) for name in fields}
+        if with_control:
+            out[_STORED["control"]] = self.control.to_dict()
         out["log_ratios"] = list(self.log_ratios)
         ci = self.throughput_ratio_ci
         out["throughput_ratio_ci"] = list(ci) if ci is not None else None
@@ -102,9 +109,9 @@ class PairedAB:
     def from_dict(cls, data: Mapping[str, Any]) -> PairedAB:
         from pytest_cuzk.measure.figures import Figures
 
-        names = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in names}
-        values["baseline"] = Figures.from_dict(data["baseline"])
+        keys = {_STORED.get(f.name, f.name): f.name for f in dataclasses.fields(cls)}
+        values = {keys[k]: v for k, v in data.items() if k in keys}
+        values["control"] = Figures.from_dict(data[_STORED["control"]])
         values["log_ratios"] = tuple(data.get("log_ratios") or ())
         ci = data.get("throughput_ratio_ci")
         values["throughput_ratio_ci"] = (float(ci[0]), float(ci[1])) if ci else None

@@ -215,7 +215,7 @@ def half_width_pct(values: Sequence[float], estimator: Estimator) -> float | Non
 
 @dataclass(frozen=True)
 class PairedRatio:
-    """figure(candidate) / figure(baseline) from paired samples: its point, 95% interval and p-value."""
+    """figure(candidate) / figure(control) from paired samples: its point, 95% interval and p-value."""
 
     pairs: int
     ratio: float
@@ -223,7 +223,7 @@ class PairedRatio:
     p_value: float | None
 
 
-def paired_rate(candidate: Sequence[float], baseline: Sequence[float]) -> PairedRatio | None:
+def paired_rate(candidate: Sequence[float], control: Sequence[float]) -> PairedRatio | None:
     """The throughput ratio of two builds from pairs of seconds per proof measured side by side.
 
     Each pair gives a log-ratio; their mean is the change: drift that moves both halves of a pair
@@ -235,10 +235,10 @@ def paired_rate(candidate: Sequence[float], baseline: Sequence[float]) -> Paired
     identical builds on a drifting host failed 1 run in 5). Pairs are ``zip``'s: the longer
     series' unpaired tail is left out.
     """
-    n = min(len(candidate), len(baseline))
+    n = min(len(candidate), len(control))
     if n == 0:
         return None
-    slower = np.log(np.asarray(candidate[:n], dtype=float) / np.asarray(baseline[:n], dtype=float))
+    slower = np.log(np.asarray(candidate[:n], dtype=float) / np.asarray(control[:n], dtype=float))
     mean = float(slower.mean())
     ratio = math.exp(-mean)
     if n < MIN_INTERVAL_SAMPLES:

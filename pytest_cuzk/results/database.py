@@ -106,7 +106,7 @@ def build_metadata(version: int = SCHEMA_VERSION) -> sa.MetaData:
         # v4: a comparison of two builds tests samples, not two summaries.
         sa.Column("p99_s", sa.Float, info=_since(4)),
         sa.Column("samples", sa.JSON, info=_since(4)),
-        # v5: an A/B case's paired change against the baseline build measured beside it.
+        # v5: an A/B case's paired change against the control build measured beside it.
         sa.Column("ab", sa.JSON, info=_since(5)),
         # v6: the stage figures, so a GPU-kernel regression that CPU drift hides in throughput is gated.
         *(

@@ -118,7 +118,7 @@ class TestRecord:
     lowmem_warmup: bool | None = None  # whether that warm-up ran with the low-memory config
     p99_s: float | None = None
     samples: dict[str, list[Any]] | None = None  # every proof's and wave's timings (figures.Samples)
-    ab: dict[str, Any] | None = None  # --cuzk-ab: the paired change against the baseline (measure.paired)
+    ab: dict[str, Any] | None = None  # --cuzk-ab: the paired change against the control (measure.paired)
     label: str = ""
     gpu_p50_ms: float | None = None  # the median proof's phase times, as the daemon reported them
     synthesis_p50_ms: float | None = None

@@ -7,12 +7,12 @@ seeded generator in ABBA couples (two pairs in opposite orders), so neither buil
 first and no periodic drift lines up with the order. The seed and the order are reported.
 
 Side by side, both daemons are up and a pair is one window of each, their waves taken in turn
-(one wave of the candidate, one of the baseline, ...): the host's drift over a window's seconds
+(one wave of the candidate, one of the control build, ...): the host's drift over a window's seconds
 then moves both halves of a pair alike. Only one build proves at any moment, so neither build's
 threads compete with the other's, and both run on the same CPUs: pinning each to its own half
 would leave each half's speed (a GPU host's vCPUs change speed independently) in the ratio,
 and measure each build on half the host it is meant for. In turn, used when the
-host's memory cannot hold both (the baseline would need about the candidate's warm-up peak,
+host's memory cannot hold both (the control would need about the candidate's warm-up peak,
 ``MEMORY_HEADROOM`` times over), one daemon is up at a time, restarted and warmed up before
 each block, and a pair is two adjacent blocks of ``BLOCK_WINDOWS`` windows: coarser, so a
 restart's cost is spread over more proving.
@@ -44,7 +44,7 @@ import psutil
 from pytest_cuzk.core.errors import CuzkError
 from pytest_cuzk.measure import stats
 from pytest_cuzk.measure.figures import METRICS, worse_interval
-from pytest_cuzk.measure.paired import BASELINE, CANDIDATE, PairedAB
+from pytest_cuzk.measure.paired import CANDIDATE, CONTROL, PairedAB
 from pytest_cuzk.run.plan import Measurement, Plan, PlanDone, drive
 from pytest_cuzk.run.tally import case_figures, case_samples
 from pytest_cuzk.run.waves import CaseResult, Wave
@@ -69,7 +69,7 @@ def pair_orders(seed: int) -> Iterator[str]:
     """Each pair's order, endlessly: ABBA couples, each couple's first order drawn from ``seed``."""
     rng = random.Random(seed)
     while True:
-        first = rng.choice((BASELINE + CANDIDATE, CANDIDATE + BASELINE))
+        first = rng.choice((CONTROL + CANDIDATE, CANDIDATE + CONTROL))
         yield first
         yield first[::-1]
 
@@ -92,13 +92,13 @@ def gate_decided(change: stats.PairedRatio | None, limit: float | None, precisio
     return ""
 
 
-def choose_layout(asked: str, candidate: DaemonBackend, baseline: DaemonBackend, available: int) -> str:
+def choose_layout(asked: str, candidate: DaemonBackend, control: DaemonBackend, available: int) -> str:
     """Side by side where memory allows (or a daemon is not the plugin's to stop), else in turn.
 
-    ``available`` is the host's free memory with the candidate up; the baseline is expected to
+    ``available`` is the host's free memory with the candidate up; the control is expected to
     need about the candidate's warm-up RSS peak.
     """
-    owned = candidate.owned and baseline.owned
+    owned = candidate.owned and control.owned
     if asked == IN_TURN and not owned:
         raise CuzkError(
             "--cuzk-ab-layout=in-turn needs daemons the plugin starts: an attached one cannot be stopped"
@@ -124,7 +124,7 @@ class _Side:
 
     @property
     def name(self) -> str:
-        return "candidate" if self.letter == CANDIDATE else "baseline"
+        return "candidate" if self.letter == CANDIDATE else "control"
 
     def result(self) -> CaseResult | None:
         return self.measurement.result if self.measurement is not None else None
@@ -145,7 +145,7 @@ class _Side:
 
 
 class Interleaving:
-    """The pair's rounds: each candidate wave is a pytest-benchmark round; the baseline's run in its setup."""
+    """The pair's rounds: each candidate wave is a pytest-benchmark round; the control's run in its setup."""
 
     def __init__(
         self,
@@ -242,7 +242,7 @@ class Interleaving:
         return ""
 
     def change(self) -> stats.PairedRatio | None:
-        c, b = (self.sides[x].blocks(self.block) for x in (CANDIDATE, BASELINE))
+        c, b = (self.sides[x].blocks(self.block) for x in (CANDIDATE, CONTROL))
         return stats.paired_rate(c, b)
 
     def _turn(self, side: _Side) -> Measurement:
@@ -290,7 +290,7 @@ class Interleaving:
     def progress(self) -> str:
         done = {s.name: len(r.proofs) if (r := s.result()) else 0 for s in self.sides.values()}
         pairs = f"pair {len(self.orders)} ({self.layout})"
-        return f"{pairs}: {done['candidate']} candidate, {done['baseline']} baseline proofs"
+        return f"{pairs}: {done['candidate']} candidate, {done['control']} control proofs"
 
 
 def measure_pair(
@@ -298,17 +298,17 @@ def measure_pair(
     case: Case,
     plan: Plan,
     candidate: DaemonBackend,
-    baseline: DaemonBackend,
+    control: DaemonBackend,
     benchmark: Any | None,
 ) -> tuple[CaseResult, PairedAB]:
     """Both builds' proofs of ``case``, windows interleaved; the candidate's result and the pair's record."""
     s = host.settings
     seed = s.ab_seed if s.ab_seed is not None else random.SystemRandom().randrange(1, 2**31)
-    layout = choose_layout(s.ab_layout, candidate, baseline, psutil.virtual_memory().available)
-    sides = [_Side(CANDIDATE, candidate), _Side(BASELINE, baseline)]
+    layout = choose_layout(s.ab_layout, candidate, control, psutil.virtual_memory().available)
+    sides = [_Side(CANDIDATE, candidate), _Side(CONTROL, control)]
     pair = Interleaving(host, case, plan, layout, seed, sides, s.compare_fail.get("throughput"))
     try:
-        if layout == SIDE_BY_SIDE:  # the candidate is up (the test's fixture): the baseline beside it
+        if layout == SIDE_BY_SIDE:  # the candidate is up (the test's fixture): the control beside it
             for side in sides:
                 pair.open(side)
         with host.progress.stage(f"{case.id}: A/B proving"):
@@ -325,12 +325,12 @@ def measure_pair(
         result.wall_s = side.turn_s  # not the other build's windows between its own
         result.memory = max(side.reports, key=lambda r: r.rss_effective_peak_bytes or 0, default=None)
         result.stop_reason = pair.stop_reason
-    c, b = (pair.sides[x].blocks(pair.block) for x in (CANDIDATE, BASELINE))
+    c, b = (pair.sides[x].blocks(pair.block) for x in (CANDIDATE, CONTROL))
     change = stats.paired_rate(c, b)
     record = PairedAB(
-        baseline=case_figures(results[BASELINE], "", baseline.unsampled()),
+        control=case_figures(results[CONTROL], "", control.unsampled()),
         candidate_build=candidate.profile().identity(),
-        baseline_build=baseline.profile().identity(),
+        control_build=control.profile().identity(),
         layout=layout,
         seed=seed,
         order=" ".join(pair.orders),

@@ -66,7 +66,7 @@ class CaseHost(Protocol):
         self, label: str | None = None, batch_size: int = 1, kinds: Sequence[str] | None = None
     ) -> DaemonBackend: ...
 
-    def ab_baseline(self) -> DaemonBackend | None:
+    def control_daemon(self) -> DaemonBackend | None:
         """The ``--cuzk-ab`` daemon the case is measured against in pairs; None without A/B."""
 
 
@@ -159,15 +159,15 @@ class CaseExecution(Execution):
         """Every proof of the case, with the daemon's memory sampled (or asked for) while they ran.
 
         ``partial`` holds what was measured when this raises (the candidate's alone under A/B).
-        With ``--cuzk-ab`` the baseline daemon proves the case too, in windows interleaved with
+        With ``--cuzk-ab`` the control daemon proves the case too, in windows interleaved with
         the candidate's, and the pair's record comes with the candidate's proofs.
         """
         plan = Plan.of(self.session.settings, saving=self._saving())
-        baseline = self.session.ab_baseline()
-        if baseline is not None:
+        control = self.session.control_daemon()
+        if control is not None:
             from pytest_cuzk.run.ab import measure_pair
 
-            return measure_pair(self.session, case, plan, self.backend, baseline, self.benchmark)
+            return measure_pair(self.session, case, plan, self.backend, control, self.benchmark)
         plan, clock = self._in_time(case, plan)
         run: Running | None = None
         try:

@@ -88,7 +88,7 @@ def case_figures(result: CaseResult, test: str, unsampled: str | None = None) ->
     }
     stages = {
         name: round(statistics.median(samples.series(series)), 1) if ok else None
-        for name, series, _ in STAGES
+        for name, series, *_ in STAGES
     }
     if not ok:
         reasons.update({f"{name}_p50_ms": "no successful proof" for name in stages})

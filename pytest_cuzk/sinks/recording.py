@@ -44,7 +44,7 @@ class Recorder:
         backend_for: Callable[[str], DaemonBackend],
         daemons: Callable[[], int],
     ) -> None:
-        """``daemons``: how many daemons the session runs (an A/B baseline among them)."""
+        """``daemons``: how many daemons the session runs (an A/B control daemon among them)."""
         assert settings.results_db is not None
         self.url = None if settings.results_db == "default" else settings.results_db
         self.settings = settings
@@ -87,17 +87,17 @@ class Recorder:
     def pytest_cuzk_case_finished(
         self, item: pytest.Item, case: Case, figures: Figures, result: CaseResult
     ) -> None:
-        """Write one finished case, an A/B case's baseline too; a database error masks the DSN's password.
+        """Write one finished case, an A/B case's control too; a database error masks the DSN's password.
 
-        The baseline's figures go in its own run, under its own build, like any build's; the
+        The control build's figures go in its own run, under its own build, like any build's; the
         candidate's row carries the paired change.
         """
         try:
             pair = None
             if figures.ab is not None:
                 ab = figures.ab
-                self._record(item, case, self.backend_for(AB_LABEL), ab.baseline)
-                pair = {k: v for k, v in ab.to_dict().items() if k != "baseline"}
+                self._record(item, case, self.backend_for(AB_LABEL), ab.control)
+                pair = ab.to_dict(with_control=False)
             self._record(item, case, self.backend_for(case.label), figures, pair)
         except _db_errors() as exc:
             # Not chained: SQLAlchemy's frames and message carry the DSN with its password.

@@ -9,7 +9,7 @@ Each load scenario gets one line with its headline figure.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["compare_lines", "header_lines", "metric_deltas", "scenario_lines", "stage_line", "summary_lines"]
 
+_MEDIAN = stats.Quantile(50)
 _SUMMARY_METRICS = ("p50", "p90", "p99", "throughput", "rss_peak", "vram_peak")
 _NA_LABELS = {
     "rss_peak_bytes": "RSS",
@@ -50,10 +51,10 @@ def header_lines(session: RunView) -> list[str]:
         lines = [f"cuzk: daemon mode {choice.mode} ({choice.reason})"]
     except CuzkError as exc:
         return [f"cuzk: no daemon: {exc}"]
-    if choice.baseline is not None:
+    if choice.control is not None:
         lines.append(
-            f"cuzk: A/B: each case also runs on the baseline {choice.baseline.profile().identity()} "
-            f"({choice.baseline.mode}), windows of the two builds in pairs, in a seeded random order"
+            f"cuzk: A/B: each case also runs on the control build {choice.control.profile().identity()} "
+            f"({choice.control.mode}), windows of the two builds in pairs, in a seeded random order"
         )
     if session.config.args == ["pytest_cuzk.suite"]:
         lines.append(
@@ -168,24 +169,31 @@ def measurement_line(f: Figures) -> str:
     )
 
 
-def _median(values: Sequence[float], unit: float, over: str) -> str:
-    """``9.8 s (9.1 to 10.4 s) over 17 proofs``: a median with its 95% interval and what it is over."""
-    low_high = stats.Quantile(50).interval(values)
-    median = float(np.median(values)) / unit
-    interval = f" ({low_high[0] / unit:.2f} to {low_high[1] / unit:.2f} s)" if low_high else " (no interval)"
-    return f"{median:.2f} s{interval} over {plural(len(values), over)}"
+def median_interval(
+    values: Sequence[float], fmt: Callable[[float], str], unit: str, median: float | None = None
+) -> str:
+    """``9.80 s (9.10 to 10.40 s)``: a median with its 95% interval, both in ``unit``.
+
+    The summary's one way to show a median, whatever its unit and digits (``fmt``): ``median`` is
+    the case's recorded figure where it has one, so the line reads as the table and the gate do.
+    """
+    ci = _MEDIAN.interval(values)
+    middle = float(np.median(values)) if median is None else median
+    within = f"{fmt(ci[0])} to {fmt(ci[1])}{unit}" if ci is not None else "no interval"
+    return f"{fmt(middle)}{unit} ({within})"
 
 
 def interval_line(f: Figures) -> str:
     """What each figure's 95% interval is over: windows, proofs, partitions; peaks have none."""
-    s = f.samples
+    s, p50, seconds = f.samples, METRICS["p50"], "{:.2f}".format
     parts = [f"throughput {_interval(f)} over {plural(len(s.series('window_s_per_proof')), 'window')}"]
     if s.latency_s:
-        parts.append(f"median latency {_median(s.latency_s, 1.0, 'proof')}")
-    if s.partition_gpu_ms:
-        parts.append(f"GPU per partition {_median(s.partition_gpu_ms, 1000.0, 'partition')}")
-    if s.partition_synth_ms:
-        parts.append(f"synthesis per partition {_median(s.partition_synth_ms, 1000.0, 'partition')}")
+        median = median_interval(s.latency_s, p50.fmt, p50.suffix, f.latency_p50_s)
+        parts.append(f"median latency {median} over {plural(len(s.latency_s), 'proof')}")
+    for name, partitions in (("GPU", s.partition_gpu_ms), ("synthesis", s.partition_synth_ms)):
+        if partitions:
+            median = median_interval([ms / 1000 for ms in partitions], seconds, " s")
+            parts.append(f"{name} per partition {median} over {plural(len(partitions), 'partition')}")
     parts.append("RSS and VRAM peaks: one value per case, no interval")
     return "  95% intervals: " + "; ".join(parts)
 
@@ -200,14 +208,12 @@ def _ended(f: Figures) -> str:
 def stage_line(f: Figures) -> str | None:
     """The daemon's stage times per proof (medians with their 95% intervals): where a proof's time went."""
     parts = []
-    for name, series, label in STAGES:
+    for name, series, _, label in STAGES:
         metric = METRICS[name]
         value = metric.value(f)
-        if value is None or metric.estimator is None:
-            continue
-        ci = metric.estimator.interval(f.samples.series(series))
-        within = f" ({metric.fmt(ci[0])} to {metric.fmt(ci[1])})" if ci is not None else ""
-        parts.append(f"{label.removesuffix(' ms')} {metric.show(value)}{within}")
+        if value is not None:
+            median = median_interval(f.samples.series(series), metric.fmt, metric.suffix, value)
+            parts.append(f"{label} {median}")
     return f"  per proof, median (95% CI): {', '.join(parts)}" if parts else None
 
 
@@ -274,9 +280,9 @@ def _listed(head: str, tests: list[tuple[str, str]]) -> list[str]:
     return [f"{head}: {plural(len(tests), 'cuzk test')}", *each]
 
 
-def _baseline(f: Figures) -> tuple[Figures, ...]:
-    """An A/B case's baseline build as a row of its own, under the candidate's."""
-    return (dataclasses.replace(f.ab.baseline, test=f"  {f.test} [baseline]"),) if f.ab is not None else ()
+def _control(f: Figures) -> tuple[Figures, ...]:
+    """An A/B case's control build as a row of its own, under the candidate's."""
+    return (dataclasses.replace(f.ab.control, test=f"  {f.test} [control]"),) if f.ab is not None else ()
 
 
 def ab_lines(rows: Iterable[Figures]) -> list[str]:
@@ -285,11 +291,11 @@ def ab_lines(rows: Iterable[Figures]) -> list[str]:
     for f in rows:
         if (ab := f.ab) is None:
             continue
-        base = ab.baseline
         lines.append(
-            f"A/B {f.test}: candidate against baseline, {ab.describe()}; {ab.how()}; {ab.wall_s:.0f} s"
+            f"A/B {f.test}: candidate against control, {ab.describe()}; {ab.how()}; {ab.wall_s:.0f} s"
         )
-        for name, build, fig in (("candidate", ab.candidate_build, f), ("baseline", ab.baseline_build, base)):
+        sides = (("candidate", ab.candidate_build, f), ("control", ab.control_build, ab.control))
+        for name, build, fig in sides:
             rss, vram = (METRICS[m].fmt(METRICS[m].value(fig)) for m in ("rss_peak", "vram_peak"))
             lines.append(
                 f"  {name} {build}: {fig.throughput_proofs_per_hour:.1f}/h, RSS peak {rss}, VRAM peak {vram}"
@@ -303,7 +309,7 @@ def summary_lines(session: RunView) -> list[str]:
     heads = ["test", "kind", ">batch", ">j", ">ok", ">failed", *(f">{m.label}" for m in metrics)]
     heads.insert(heads.index(">proofs/h") + 1, ">±95%")
     rows = []
-    for f in (row for case in session.rows for row in (case, *_baseline(case))):
+    for f in (row for case in session.rows for row in (case, *_control(case))):
         test = f"{f.test} FAILED" if f.failed else f.test  # a case that failed part-way: what it measured
         row: list[object] = [test, f.kind, f.batch_size, f.concurrency, f.proofs_ok, f.proofs_failed]
         row += [m.fmt(m.value(f)) for m in metrics]

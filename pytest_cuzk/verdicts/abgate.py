@@ -7,13 +7,14 @@ pairs, so sampling noise alone is left, and that precision bounds it). Throughpu
 pairs (the mean log-ratio of the windows measured through the same minutes, Student's t with the
 first pairs' spread, ``stats.paired_rate``), so a drift of the
 host that moved both builds cancels; latency percentiles on both builds' proofs, and RSS and
-VRAM peaks as measured, each build's its own. A baseline whose own proofs failed gives no ground
+VRAM peaks as measured, each build's its own. A control build whose own proofs failed gives no ground
 to judge on: a warning says so (a failure with ``--cuzk-compare-unresolved=fail``, as for what
 the pairs leave undecided).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import pytest
@@ -34,8 +35,8 @@ __all__ = ["ABGate", "ab_changes", "check_ab"]
 
 
 def _paired_throughput(figures: Figures, ab: PairedAB, limit: float) -> Change:
-    metric, base = METRICS["throughput"], ab.baseline
-    before, after = base.throughput_proofs_per_hour, figures.throughput_proofs_per_hour
+    metric, control = METRICS["throughput"], ab.control
+    before, after = control.throughput_proofs_per_hour, figures.throughput_proofs_per_hour
     if ab.throughput_ratio is None:
         return Change(metric, before, after, limit, None)
     ci = worse_interval(metric, ab.throughput_ratio_ci) if ab.throughput_ratio_ci is not None else None
@@ -46,17 +47,18 @@ def _paired_throughput(figures: Figures, ab: PairedAB, limit: float) -> Change:
 
 
 def ab_changes(figures: Figures, limits: dict[str, float]) -> list[Change]:
-    """Each gated figure's change from the baseline build to the candidate in one A/B case."""
+    """Each gated figure's change from the control build to the candidate in one A/B case."""
     ab = figures.ab
     assert ab is not None, "an A/B case carries its pair's record"
     changes = []
     for name, pct in limits.items():
-        metric, base = METRICS[name], ab.baseline
+        metric, control = METRICS[name], ab.control
         if name == "throughput":
-            changes.append(_paired_throughput(figures, ab, pct))
-            continue
-        before = Side(metric.value(base), base.samples)
-        changes.append(compare(metric, before, Side(metric.value(figures), figures.samples), pct))
+            change = _paired_throughput(figures, ab, pct)
+        else:
+            before = Side(metric.value(control), control.samples)
+            change = compare(metric, before, Side(metric.value(figures), figures.samples), pct)
+        changes.append(dataclasses.replace(change, before_name="control"))  # its sentences name the side
     return changes
 
 
@@ -78,9 +80,9 @@ def _verdicts(
     figures: Figures, limits: dict[str, float], ab: PairedAB, outcome: str
 ) -> tuple[list[str], list[str]]:
     """The changes beyond their limit, and what the pairs leave undecided (``outcome`` ends its sentences)."""
-    if ab.baseline.proofs_failed:
-        why = f"{ab.baseline.proofs_failed} of the baseline's proofs failed"
-        return [], [f"--cuzk-compare-fail not checked against the A/B baseline: {why}"]
+    if ab.control.proofs_failed:
+        why = f"{ab.control.proofs_failed} of the control build's proofs failed"
+        return [], [f"--cuzk-compare-fail not checked against the A/B control build: {why}"]
     if ab.pairs < stats.MIN_INTERVAL_SAMPLES:
         why = f"{plural(ab.pairs, 'complete pair')}, an interval needs {stats.MIN_INTERVAL_SAMPLES}"
         return [], [f"--cuzk-compare-fail not checked on the A/B pairs: {why} (raise --cuzk-case-budget)"]

@@ -64,7 +64,7 @@ class Undecided:
     """What a compare gate does with what it cannot decide: warn, or fail (``--cuzk-compare-unresolved``).
 
     Undecided is a change whose interval straddles the limit, one beyond the limit that is not
-    significant, a confounded one, a figure missing on a side, too few A/B pairs or an A/B baseline
+    significant, a confounded one, a figure missing on a side, too few A/B pairs or an A/B control build
     whose proofs failed. On a noisy host a planted slow-down lands there, so a CI gate that lets
     nothing unmeasured pass fails it.
     """
@@ -114,6 +114,7 @@ class Change:
     spread: RunSpread | None = None  # against a saved baseline: the run-to-run spread it was judged by
     runs: int = 1  # the baseline's runs its figure is the mean of
     own_pct: float | None = None  # the candidate's own 95% half-interval, percent
+    before_name: str = "baseline"  # what ``before`` is: saved runs, or an A/B case's control build
 
     @property
     def verdict(self) -> Verdict:
@@ -181,9 +182,9 @@ class Change:
         """The change in words, with its evidence and verdict; ``outcome`` ends an undecided one."""
         m = self.metric
         if self.worse_pct is None:
-            return f"{m.name} not compared: no figure in the baseline or now"
+            return f"{m.name} not compared: no figure in the {self.before_name} or now"
         mean = f" (mean of {plural(self.runs, 'run')})" if self.runs > 1 else ""
-        values = f"baseline {m.show(self.before)}{mean}, now {m.show(self.after)}"
+        values = f"{self.before_name} {m.show(self.before)}{mean}, now {m.show(self.after)}"
         limit = f"; limit {self.limit:g}%" if self.limit is not None else ""
         verdict = self.verdict
         head = f"regressed {self.worse_pct:.1f}%" if verdict == "regressed" else in_words(self.worse_pct)

@@ -97,7 +97,7 @@ def _config(tmp: Path, name: str, factor: float | None = None) -> Path:
 
 def _pair(out: str) -> str:
     """The A/B line of the summary: the paired change, its interval and p-value, how the pairs ran."""
-    line = re.search(r"^A/B \S+: candidate against baseline, (.*)$", out, re.M)
+    line = re.search(r"^A/B \S+: candidate against control, (.*)$", out, re.M)
     assert line, out[-3000:]
     return re.sub(r", order [BC ]+;", ";", line[1])
 
@@ -139,8 +139,8 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
         slots.put((cpus, tmp_path / f"slot{i}"))
     busy = [proc for cpus, _ in list(slots.queue) for proc in _busy(cpus)]
     one = slots.queue[0]
-    base = _config(tmp_path, "baseline")
-    ab = ("--cuzk-ab=ref", f"--cuzk-ab-config={base}", GATE, *EXTRA)
+    unchanged = _config(tmp_path, "unchanged")  # the build as it is: the control, and the identical candidate
+    ab = ("--cuzk-ab=ref", f"--cuzk-ab-config={unchanged}", GATE, *EXTRA)
 
     def run(*args: str) -> tuple[int, str, float]:
         cpus, tmp = slots.get()
@@ -151,10 +151,10 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
 
     def timed(*args: str) -> tuple[int, str, float]:
         """One of the wall-time runs, all in the first slot (the saved run is in its storage)."""
-        return run_ref_case(CASE, one[1], f"--cuzk-config={base}", *args, timeout_s=RUN_TIMEOUT_S,
+        return run_ref_case(CASE, one[1], f"--cuzk-config={unchanged}", *args, timeout_s=RUN_TIMEOUT_S,
                             preexec_fn=_pinned(one[0]))  # fmt: skip
 
-    conditions = [("identical", base)] + [
+    conditions = [("identical", unchanged)] + [
         (f"slow_factor={f}", _config(tmp_path, f"slow-{f}", f)) for f in FACTORS
     ]
     # Round-robin over the conditions, so that a run cut short has measured each about as often.

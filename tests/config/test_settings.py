@@ -73,18 +73,18 @@ def test_precedence_is_flag_then_env_then_ini_then_default(pytester, monkeypatch
         (["--cuzk-slo=wining:10s"], "option --cuzk-slo: unknown proof kind 'wining'"),
         (["--cuzk-scenario-budget=-1"], "Invalid number '-1' from option --cuzk-scenario-budget"),
         (["--cuzk-background-in-flight=2.5"], "Invalid number 2.5 from option --cuzk-background-in-flight"),
-        (["--cuzk-ab-config=base.toml"], "option --cuzk-ab-config needs --cuzk-ab: name the baseline daemon"),
+        (["--cuzk-ab-config=base.toml"], "option --cuzk-ab-config needs --cuzk-ab: name the control daemon"),
         (
             ["--cuzk-ab=spawn"],
-            "option --cuzk-ab: --cuzk-ab=spawn takes the baseline's binary from --cuzk-ab-binary",
+            "option --cuzk-ab: --cuzk-ab=spawn takes the control's binary from --cuzk-ab-binary",
         ),
-        (["--cuzk-ab=ref", "--cuzk-ab-binary=cuzk"], "--cuzk-ab=spawn takes the baseline's binary from"),
+        (["--cuzk-ab=ref", "--cuzk-ab-binary=cuzk"], "--cuzk-ab=spawn takes the control's binary from"),
         (["--cuzk-ab=auto"], "Invalid address 'auto' from option --cuzk-ab: use spawn, ref or one ADDR"),
         (
             ["--cuzk-ab=h:1,h:2"],
-            "option --cuzk-ab: A/B pairs one candidate daemon with one baseline, not several",
+            "option --cuzk-ab: A/B pairs one candidate daemon with one control, not several",
         ),
-        (["--cuzk-daemon=h:1,h:2", "--cuzk-ab=ref"], "A/B pairs one candidate daemon with one baseline"),
+        (["--cuzk-daemon=h:1,h:2", "--cuzk-ab=ref"], "A/B pairs one candidate daemon with one control"),
         (["--cuzk-ab=ref", "--cuzk-ab-layout=sideways"], "use one of auto, side-by-side, in-turn"),
         (["--cuzk-ab=ref", "--cuzk-ab-seed=1.5"], "Invalid number 1.5 from option --cuzk-ab-seed"),
         (
@@ -122,8 +122,8 @@ def test_a_password_in_a_daemon_address_is_not_shown(pytester, flag):
     assert "takes no user name or password" in str(info.value) and "s3cret" not in str(info.value)
 
 
-def test_the_ab_baseline_is_named_like_the_candidate(pytester, tmp_path):
-    from pytest_cuzk.backends.choice import AB_LABEL, baseline_settings
+def test_the_control_daemon_is_named_like_the_candidate(pytester, tmp_path):
+    from pytest_cuzk.backends.choice import AB_LABEL, control_settings
     from pytest_cuzk.config.settings import check_paths
     from pytest_cuzk.config.values import THIS_DAEMON
 
@@ -131,8 +131,9 @@ def test_the_ab_baseline_is_named_like_the_candidate(pytester, tmp_path):
     s = resolve_settings(
         pytester.parseconfig("--cuzk-daemon=ref", "--cuzk-ab=ref", f"--cuzk-ab-config={tmp_path}/slow.toml")
     )
-    base = baseline_settings(s)
-    assert (base.daemon, base.config, base.labels) == ("ref", tmp_path / "slow.toml", {THIS_DAEMON: AB_LABEL})
+    control = control_settings(s)
+    assert (control.daemon, control.config) == ("ref", tmp_path / "slow.toml")
+    assert control.labels == {THIS_DAEMON: AB_LABEL}
     assert s.config is None and s.ab_layout == "auto" and s.ab_seed is None
     attach = resolve_settings(pytester.parseconfig("--cuzk-ab=unix:///run/cuzk-main.sock"))
     assert (attach.ab, attach.ab_attach) == ("attach", ("unix:///run/cuzk-main.sock",))

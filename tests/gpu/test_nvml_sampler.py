@@ -2,7 +2,7 @@
 
 A separate process (CuPy, plain cudaMalloc) holds 8 GiB for about 2 s with a 4 GiB spike of 250 ms in the
 middle. The sampler must measure the plateau and the spike each within 2% of what was allocated above the
-process's baseline (its CUDA context), and a 10-20 ms interval must catch the spike.
+process's resting use (its CUDA context), and a 10-20 ms interval must catch the spike.
 Skips without NVML, a GPU or CuPy. Run: ``python -m pytest tests/gpu -s``.
 """
 
@@ -51,7 +51,7 @@ def alloc(n):
     rt.memset(p, 1, n)
     rt.deviceSynchronize()
     return p
-rt.free(alloc(1))  # create the CUDA context: it belongs to the baseline
+rt.free(alloc(1))  # create the CUDA context: it belongs to the resting use
 print("ready", flush=True)
 sys.stdin.readline()
 held = alloc({HELD})
@@ -85,7 +85,7 @@ def run_allocator(proc: subprocess.Popen[str], interval_s: float) -> MemoryRepor
     assert proc.stdin and proc.stdout
     sampler = DaemonSampler(proc.pid, interval_s=interval_s)
     sampler.start()
-    time.sleep(0.1)  # baseline samples: the allocator's CUDA context only
+    time.sleep(0.1)  # resting samples: the allocator's CUDA context only
     sampler.mark("go")
     proc.stdin.write("go\n")
     proc.stdin.flush()
@@ -111,16 +111,16 @@ def window(report: MemoryReport, start: str | None, end: str) -> list[int]:
 def test_nvml_peak_of_a_separate_gpu_process(allocator: subprocess.Popen[str], interval_s: float) -> None:
     report = run_allocator(allocator, interval_s)
     assert report.vram_available and report.vram_peak_bytes is not None
-    baseline = statistics.median(window(report, None, "go"))
-    plateau = statistics.median(window(report, "held", "spike")) - baseline
-    peak = report.vram_peak_bytes - baseline
+    resting = statistics.median(window(report, None, "go"))
+    plateau = statistics.median(window(report, "held", "spike")) - resting
+    peak = report.vram_peak_bytes - resting
     spike_samples = len(window(report, "spike", "spike_end"))
     plateau_err = (plateau - HELD) / HELD
     peak_err = (peak - (HELD + SPIKE)) / (HELD + SPIKE)
     figures = {
         "interval_ms": interval_s * 1000,
         "vram_source": report.vram_source,
-        "baseline_gib": baseline / GIB,
+        "resting_gib": resting / GIB,
         "plateau_allocated_gib": HELD / GIB,
         "plateau_measured_gib": plateau / GIB,
         "plateau_error_pct": 100 * plateau_err,

@@ -90,7 +90,7 @@ def sample(child: Child, actions: list[str], interval_s: float = 0.02, hold_s: f
     sampler.start()
     deadline = time.monotonic() + 10
     while sampler.rss_peak_so_far() is None and time.monotonic() < deadline:
-        time.sleep(0.005)  # the baseline is sampled before the first action, however loaded the machine
+        time.sleep(0.005)  # the resting RSS is sampled before the first action, however loaded the machine
     time.sleep(interval_s * 2)
     for action in actions:
         sampler.mark(action)
@@ -105,25 +105,25 @@ def within(measured: int, expected: int, rel: float) -> bool:
 
 def test_rss_peak_matches_a_known_allocation(child: Child) -> None:
     report = sample(child, [f"alloc a {200 * MB}", "free a"])
-    baseline = report.series.rss_bytes[0]
-    growth = report.rss_peak_bytes - baseline
+    resting = report.series.rss_bytes[0]
+    growth = report.rss_peak_bytes - resting
     assert within(growth, 200 * MB, 0.03), f"polled peak grew {growth / MB:.1f} MB for a 200 MB allocation"
     assert report.rss_hwm_scope == "test"
     assert report.rss_hwm_peak_bytes is not None
-    assert within(report.rss_hwm_peak_bytes - baseline, 200 * MB, 0.03)
-    assert report.series.rss_bytes[-1] - baseline < 20 * MB, "RSS after free must fall back"
+    assert within(report.rss_hwm_peak_bytes - resting, 200 * MB, 0.03)
+    assert report.series.rss_bytes[-1] - resting < 20 * MB, "RSS after free must fall back"
     assert report.rss_mean_bytes < report.rss_peak_bytes
 
 
 def test_vmhwm_catches_a_spike_that_slow_polling_can_miss(child: Child) -> None:
     report = sample(child, [f"spike {150 * MB} 30"], interval_s=0.2, hold_s=0.05)
-    baseline = report.series.rss_bytes[0]
+    resting = report.series.rss_bytes[0]
     assert report.rss_hwm_peak_bytes is not None
-    assert report.rss_hwm_peak_bytes - baseline >= 0.97 * 150 * MB, "the kernel high-water mark saw the spike"
+    assert report.rss_hwm_peak_bytes - resting >= 0.97 * 150 * MB, "the kernel high-water mark saw the spike"
     # The kernel keeps RSS in per-CPU counters that it folds in batches, so VmHWM and a polled RSS can
     # disagree by a few hundred KiB; the figure we report takes the larger of the two.
     assert report.rss_hwm_peak_bytes >= report.rss_peak_bytes - 2 * MB
-    assert report.rss_effective_peak_bytes - baseline >= 0.97 * 150 * MB, "the reported peak has the spike"
+    assert report.rss_effective_peak_bytes - resting >= 0.97 * 150 * MB, "the reported peak has the spike"
 
 
 def test_clear_refs_resets_the_peak_per_window(child: Child) -> None:

@@ -16,13 +16,13 @@ from pytest_cuzk.verdicts.abgate import ab_changes
 def test_drift_that_moves_both_builds_cancels_in_the_pairs():
     rng = np.random.default_rng(3)
     drift = np.exp(np.cumsum(rng.normal(0, 0.15, 12)))  # the host: up to several times slower over the run
-    baseline = 0.5 * drift * rng.normal(1, 0.01, 12)
+    control = 0.5 * drift * rng.normal(1, 0.01, 12)
     candidate = 0.5 * 1.10 * drift * rng.normal(1, 0.01, 12)
-    paired = stats.paired_rate(candidate, baseline)
+    paired = stats.paired_rate(candidate, control)
     assert paired is not None and paired.interval is not None and paired.p_value is not None
     assert paired.ratio == pytest.approx(1 / 1.10, rel=0.01)
     assert paired.interval[1] < 1 / 1.05 and paired.p_value < 1e-5
-    unpaired, p = stats.Rate().ratio(baseline, candidate)  # the same windows as two runs: drift swamps it
+    unpaired, p = stats.Rate().ratio(control, candidate)  # the same windows as two runs: drift swamps it
     assert unpaired is not None and p is not None and p > 0.05 and unpaired[0] < 1 < unpaired[1]
 
 
@@ -39,16 +39,22 @@ def test_too_few_pairs_give_a_point_without_an_interval_and_equal_ones_a_point()
     assert stats.paired_rate([], [1.0]) is None
 
 
-def test_the_pair_record_round_trips_with_the_case_figures():
-    base = Figures("t", "baseline", "winning", 1, 1, 10, 0, 3.0, 9000.0, 0.1, 0.2, 0.3)
+def test_the_pair_record_round_trips_with_the_case_figures_under_the_stored_keys():
+    control = Figures("t", "control", "winning", 1, 1, 10, 0, 3.0, 9000.0, 0.1, 0.2, 0.3)
     ab = PairedAB(
-        base, "cand 1", "base 1", "side-by-side", 7, "BC CB BC", 1, (0.1, 0.12, 0.08), 0.9, (0.85, 0.95), 0.01
-    )
+        control, "cand 1", "control 1", "side-by-side", 7, "BC CB BC", 1, (0.1, 0.12, 0.08), 0.9,
+        (0.85, 0.95), 0.01,
+    )  # fmt: skip
     figures = Figures("t", "local", "winning", 1, 1, 10, 0, 3.0, 8100.0, 0.1, 0.2, 0.3, ab=ab)
     back = Figures.from_dict(figures.to_dict())
     assert back == figures
     assert back.ab is not None and back.ab.describe() == "throughput -10.0% (95% CI -15.0% to -5.0%, p=0.01)"
     assert back.ab.how() == "3 pairs (ratios' SD 2.0%), side by side, seed 7, order BC CB BC"
+    # Saved runs and database rows keep the control's former name in their keys, read back alike.
+    stored = ab.to_dict()
+    assert stored["baseline"] == control.to_dict() and stored["baseline_build"] == "control 1"
+    assert not {"control", "control_build"} & set(stored)
+    assert "baseline" not in ab.to_dict(with_control=False)
 
 
 def test_the_first_pairs_spread_sets_the_interval_however_well_later_pairs_agree():
@@ -75,10 +81,11 @@ def _gate(rng: np.random.Generator, slower: float, spread: float) -> str:
         if gate_decided(change, limit, stats.PRECISE_SHARE * limit) or len(pairs) >= BUDGETS * 45 // 10:
             break
     assert change is not None
-    base = Figures("t", "baseline", "porep", 1, 1, 10, 0, 3.0, 1000.0, 1.0, 1.0, 1.0)
+    control = Figures("t", "control", "porep", 1, 1, 10, 0, 3.0, 1000.0, 1.0, 1.0, 1.0)
     ab = PairedAB(
-        base, "c", "b", "side-by-side", 1, "", 1, tuple(pairs), change.ratio, change.interval, change.p_value
-    )
+        control, "c", "k", "side-by-side", 1, "", 1, tuple(pairs), change.ratio, change.interval,
+        change.p_value,
+    )  # fmt: skip
     figures = Figures("t", "local", "porep", 1, 1, 10, 0, 3.0, 1000.0 * change.ratio, 1.0, 1.0, 1.0, ab=ab)
     return ab_changes(figures, {"throughput": limit})[0].verdict
 

@@ -145,7 +145,7 @@ def test_the_github_template_saves_main_and_fails_a_pull_request_against_main_s_
     pull = _failed_the_gate(pipeline.run(pipeline.leaky, base=pipeline.main))
     assert f"cuzk-daemon of {pipeline.main} from the cache" in pull, "main's build is kept by its commit"
     assert f"cuzk-daemon of {pipeline.leaky} from the cache" not in pull
-    assert re.search(r"^A/B \S+: candidate against baseline, ", pull, re.M), pull[-3000:]
+    assert re.search(r"^A/B \S+: candidate against control, ", pull, re.M), pull[-3000:]
     assert _saved(cache / "cuzk-benchmarks") == ["0001_main.json"], "a pull request saves nothing"
     assert sorted(p.name for p in (cache / "cuzk-builds").iterdir()) == sorted(
         [pipeline.main, pipeline.leaky, "target"]

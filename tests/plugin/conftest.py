@@ -31,14 +31,14 @@ class FakeChoice:
     """Answers pytest_cuzk_make_backends with the given fake daemons."""
 
     def __init__(
-        self, daemons: tuple[FakeDaemon, ...], mode: Mode = "fake", baseline: FakeDaemon | None = None
+        self, daemons: tuple[FakeDaemon, ...], mode: Mode = "fake", control: FakeDaemon | None = None
     ) -> None:
         self.daemons = daemons
         self.mode = mode
-        self.baseline = baseline
+        self.control = control
 
     def pytest_cuzk_make_backends(self, config, settings, workspace) -> DaemonChoice:
-        return DaemonChoice(self.mode, "fake daemons of this test", self.daemons, self.baseline)
+        return DaemonChoice(self.mode, "fake daemons of this test", self.daemons, self.control)
 
 
 FakeRun = Callable[..., tuple[pytest.RunResult, list[FakeDaemon]]]
@@ -50,7 +50,7 @@ def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.Monk
 
     Writes the test files, runs pytest in this process against fake daemons (one per label)
     and returns the result with the daemons, for a look at what happened to them. ``ab``, the
-    behaviour of an A/B baseline daemon (labelled ``baseline``, listed last), adds one.
+    behaviour of an A/B control daemon (labelled ``control``, listed last), adds one.
     ``labels`` defaults to ``("local",)``; ``sampled`` makes the daemons ``SampledFake``: their
     memory figures are the test process's.
     """
@@ -74,9 +74,9 @@ def fake_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.Monk
         daemons = tuple(fake(label, tmp_path / f"fake-{label}", behaviour, die_after) for label in labels)
         # importlib mode: an inner test_prove must not collide with the suite's module of that name
         inner = ("-p", "no:cacheprovider", "--import-mode=importlib", *QUICK_PLAN, *args)
-        baseline = FakeDaemon("baseline", tmp_path / "fake-baseline", ab) if ab is not None else None
-        fakes = [FakeChoice(daemons, mode, baseline), *plugins]
+        control = FakeDaemon("control", tmp_path / "fake-control", ab) if ab is not None else None
+        fakes = [FakeChoice(daemons, mode, control), *plugins]
         result = pytester.runpytest(*inner, plugins=fakes, no_reraise_ctrlc=no_reraise_ctrlc)
-        return result, [*daemons, *([baseline] if baseline else [])]
+        return result, [*daemons, *([control] if control else [])]
 
     return run

@@ -1,4 +1,4 @@
-"""A/B in one run: a case measured on a candidate and a baseline daemon in pairs, gated on the pair."""
+"""A/B in one run: a case measured on a candidate and a control daemon in pairs, gated on the pair."""
 
 from __future__ import annotations
 
@@ -22,22 +22,22 @@ def _steady(delay_s: float) -> dict[str, FakeBehaviour]:
 
 
 def test_a_slower_candidate_fails_by_name_with_the_paired_change(fake_run):
-    result, (candidate, baseline) = fake_run(
+    result, (candidate, control) = fake_run(
         {"test_prove": PROVE_SOURCE}, *AB, GATE, behaviour=_steady(0.03), ab=_steady(0.02)
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             "*test_prove[[]winning-batch1-j1[]]: throughput regressed * (95% CI *% to *% worse, p=*; "
-            "baseline *, now *; limit 5%); A/B over * pairs, side by side, seed 7 (--cuzk-compare-fail)*"
+            "control *, now *; limit 5%); A/B over * pairs, side by side, seed 7 (--cuzk-compare-fail)*"
         ]
     )
-    assert candidate.proofs >= 8 and baseline.proofs >= 8, "both builds proved the case"
+    assert candidate.proofs >= 8 and control.proofs >= 8, "both builds proved the case"
 
 
 def test_identical_builds_pass_and_the_summary_shows_both_builds_and_the_pair(fake_run, tmp_path):
     out = tmp_path / "run.json"
-    result, (candidate, baseline) = fake_run(
+    result, (candidate, control) = fake_run(
         {"test_prove": PROVE_SOURCE},
         *AB,
         GATE,
@@ -48,28 +48,29 @@ def test_identical_builds_pass_and_the_summary_shows_both_builds_and_the_pair(fa
     result.assert_outcomes(passed=1)
     text = result.stdout.str()
     assert re.search(
-        r"^  test_prove\[winning-batch1-j1\] \[baseline\]\s+winning\s+1\s+1\s+\d+\s+0\s", text, re.M
+        r"^  test_prove\[winning-batch1-j1\] \[control\]\s+winning\s+1\s+1\s+\d+\s+0\s", text, re.M
     )
     line = re.search(
-        r"^A/B test_prove\[winning-batch1-j1\]: candidate against baseline, throughput .*$", text, re.M
+        r"^A/B test_prove\[winning-batch1-j1\]: candidate against control, throughput .*$", text, re.M
     )
     assert line and re.search(r" pairs \(ratios' SD \d+\.\d%\), side by side, seed 7, order ", line[0]), text
     result.stdout.fnmatch_lines(
-        ["cuzk: A/B: each case also runs on the baseline *", "  baseline fake*/h, RSS peak *"]
+        ["cuzk: A/B: each case also runs on the control build *", "  control fake*/h, RSS peak *"]
     )
     extra = json.loads(out.read_text())["benchmarks"][0]["extra_info"]
     ab = extra["ab"]
     assert ab["seed"] == 7 and ab["layout"] == "side-by-side"
     assert len(ab["log_ratios"]) == len(ab["order"].split()) >= 3
+    # The control's figures, stored under its former name.
     assert ab["baseline"]["proofs_ok"] >= 8 and extra["proofs_ok"] >= 8
     assert abs(ab["change_pct"]) < 25, ab["change_pct"]  # the same sleep; the host jitters the rest
     # Each build's wall time is its own windows': the other build's between them are not its checks.
     assert 0 < extra["wall_s"] + ab["baseline"]["wall_s"] <= ab["wall_s"]
-    assert candidate.starts == [1] and baseline.starts == [1], "side by side: each started once"
+    assert candidate.starts == [1] and control.starts == [1], "side by side: each started once"
 
 
 def test_in_turn_each_daemon_is_restarted_for_its_block_and_the_summary_says_so(fake_run):
-    result, (candidate, baseline) = fake_run(
+    result, (candidate, control) = fake_run(
         {"test_prove": PROVE_SOURCE},
         *AB,
         "--cuzk-ab-layout=in-turn",
@@ -80,7 +81,7 @@ def test_in_turn_each_daemon_is_restarted_for_its_block_and_the_summary_says_so(
     result.stdout.fnmatch_lines(
         ["A/B *: * pairs (ratios' SD *), in turn (one daemon up at a time, restarted for each block of 3*"]
     )
-    assert len(candidate.starts) >= 2 and len(baseline.starts) >= 2, (candidate.starts, baseline.starts)
+    assert len(candidate.starts) >= 2 and len(control.starts) >= 2, (candidate.starts, control.starts)
 
 
 def test_side_by_side_the_builds_take_turns_wave_by_wave_not_window_by_window(fake_run, monkeypatch):
@@ -99,7 +100,7 @@ def test_side_by_side_the_builds_take_turns_wave_by_wave_not_window_by_window(fa
     )
     result.assert_outcomes(passed=1)
     runs = [len(list(run)) for _, run in groupby(proved)]
-    assert proved.count("baseline") >= 40 and proved.count("local") >= 40, proved
+    assert proved.count("control") >= 40 and proved.count("local") >= 40, proved
     # a pair's last wave and the next pair's first are one build's (BC CB), a window's tail may add one
     assert max(runs) <= 4, runs
 
@@ -118,9 +119,10 @@ def test_the_results_database_holds_both_builds_and_the_paired_change(fake_run, 
     result.assert_outcomes(passed=1)
     with ResultsDB(url) as db:
         rows = {row.run.label: row for row in db.rows()}
-    assert set(rows) == {"local", "baseline"}
-    candidate, baseline = rows["local"].test, rows["baseline"].test
-    assert baseline.ab is None and baseline.proofs_ok >= 8 and baseline.proofs_per_hour
+    assert set(rows) == {"local", "control"}
+    candidate, control = rows["local"].test, rows["control"].test
+    assert control.ab is None and control.proofs_ok >= 8 and control.proofs_per_hour
+    # The control's figures are its own row, not also under the key of its former name.
     assert candidate.ab is not None and candidate.ab["seed"] == 7 and "baseline" not in candidate.ab
     assert candidate.ab["throughput_ratio"] is not None and len(candidate.ab["log_ratios"]) >= 3
     assert {row.run.daemons for row in rows.values()} == {2}, (
@@ -148,9 +150,9 @@ def test_the_html_report_shows_both_builds_and_the_paired_change(fake_run, tmp_p
     parser = Text()
     parser.feed(report.read_text())
     text = [line for line in parser.lines if line]
-    assert "test_prove[winning-batch1-j1] [baseline]" in text
-    assert "Daemon baseline" in text
-    pair = next(line for line in text if line.startswith("A/B, candidate against baseline ("))
+    assert "test_prove[winning-batch1-j1] [control]" in text
+    assert "Daemon control" in text
+    pair = next(line for line in text if line.startswith("A/B, candidate against control ("))
     assert re.search(
         r"\): throughput [+-]\d+\.\d% \(95% CI .*\); \d+ pairs \(ratios' SD [\d.]+%\), side by side, "
         r"seed 7, order ",
@@ -159,7 +161,7 @@ def test_the_html_report_shows_both_builds_and_the_paired_change(fake_run, tmp_p
 
 
 def test_a_daemon_that_hangs_during_a_pair_is_the_one_killed_and_the_other_is_not_blamed(fake_run):
-    result, (candidate, baseline) = fake_run(
+    result, (candidate, control) = fake_run(
         {"test_prove": PROVE_SOURCE},
         *AB,
         "--cuzk-skip-warmup",  # the case's own proofs freeze it, not the warm-up
@@ -169,4 +171,4 @@ def test_a_daemon_that_hangs_during_a_pair_is_the_one_killed_and_the_other_is_no
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*daemon hung: the fake is frozen during winning proof job*"])
     assert len(candidate.state.restarts) == 1 and "hung" in candidate.state.restarts[0]
-    assert baseline.state.restarts == [] and baseline.state.out_of_service is None
+    assert control.state.restarts == [] and control.state.out_of_service is None

@@ -131,7 +131,7 @@ def test_every_results_column_is_in_view_at_1400_px(fake_run, tmp_path, browser,
     FakeNvml(monkeypatch).processes = [(os.getpid(), 3 << 30)]  # a VRAM peak in its column
     page = tmp_path / "report.html"
     # The widest rows a run gives: every figure filled, a daemon's label in the case's name, a
-    # baseline row and an A/B line under each case, a failed case's reason.
+    # control row and an A/B line under each case, a failed case's reason.
     args = ("-k", "winning", "--cuzk-batch-sizes=1", "--cuzk-ab=ref", "--cuzk-proofs=10")
     gate = "--cuzk-min-throughput=winning:1000000000/h"
     result, _ = fake_run(

@@ -66,8 +66,8 @@ def test_a_vram_gate_without_nvml_says_why(pytester):
 
 
 def test_too_few_ab_pairs_fail_a_gate_that_lets_nothing_undecided_pass(pytester):
-    base = _figures(test="t", throughput_proofs_per_hour=1000.0)
-    ab = PairedAB(base, "c", "b", "side-by-side", 1, "BC CB", 1, (0.01, 0.02), 0.985, None, None)
+    control = _figures(test="t", throughput_proofs_per_hour=1000.0)
+    ab = PairedAB(control, "c", "b", "side-by-side", 1, "BC CB", 1, (0.01, 0.02), 0.985, None, None)
     figures = _figures(test="t", throughput_proofs_per_hour=985.0, ab=ab)
     said = "--cuzk-compare-fail not checked on the A/B pairs: 2 complete pairs, an interval needs 3"
     assert check_ab(figures, resolve_settings(pytester.parseconfig(STRICT[0])))[1][0].startswith(said)
