@@ -23,9 +23,15 @@ def _as_a_user(python: Path, tmp_path: Path, *args: str) -> subprocess.Completed
     )  # fmt: skip
 
 
+def _failures(out: str) -> str:
+    """What a failed run said of its failures (the summary's tail alone hides why)."""
+    start = out.find("= FAILURES =")
+    return (out[start : start + 4000] + "\n...\n" if start >= 0 else "") + out[-2000:]
+
+
 def test_the_readme_command_runs_the_packaged_suite_from_an_empty_directory(user_venv, tmp_path):
     run = _as_a_user(user_venv, tmp_path, "--cuzk-daemon=auto", "-k", "winning")
-    assert run.returncode == 0, run.stdout[-3000:]
+    assert run.returncode == 0, _failures(run.stdout)
     out = run.stdout
     assert "cuzk: running the packaged suite" in out
     assert "cuzk: daemon mode ref (no daemon at 127.0.0.1:9820 and no cuzk binary" in out
@@ -42,7 +48,7 @@ def test_pyargs_names_the_suite_too(user_venv, tmp_path):
     select = "prove and wpost or test_server and winning"  # a scenario named with -k runs
     args = ("--pyargs", "pytest_cuzk.suite", "--cuzk-daemon=ref", "-k", select, "--cuzk-scenario-budget=3")
     run = _as_a_user(user_venv, tmp_path, *args)
-    assert run.returncode == 0, run.stdout[-3000:]
+    assert run.returncode == 0, _failures(run.stdout)
     assert "3 passed" in run.stdout, "WindowPoSt alone and two in flight, and the scenario"
     assert "  test_server[winning-batch1]: max sustainable " in run.stdout
 

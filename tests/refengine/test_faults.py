@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -81,11 +82,12 @@ def test_slow_factor_makes_every_proof_take_that_many_times_as_long(
         return float(result.synthesis_ms + result.gpu_compute_ms)
 
     plain, slowed = start_engine(), start_engine(faults=Faults(slow_factor=2.0))
-    # One proof of each in turn, and the fastest of each: a busy host only ever adds time, so the
-    # minima are the proofs' own cost while the other tests' load comes and goes.
-    times = [(total_ms(plain, i), total_ms(slowed, i)) for i in range(5)]
-    plain_ms, slowed_ms = min(t[0] for t in times), min(t[1] for t in times)
-    assert 1.5 <= slowed_ms / plain_ms <= 2.7, times
+    # One proof of each in turn, judged by the median of each pair's ratio: the two proofs of a
+    # pair see nearly the same load. The fastest of each was not enough: on a loaded 2-core host
+    # the slowed engine once met a quiet moment that the plain one never did (ratio 1.38).
+    times = [(total_ms(plain, i), total_ms(slowed, i)) for i in range(9)]
+    ratio = statistics.median(slow / fast for fast, slow in times)
+    assert 1.5 <= ratio <= 2.7, times
 
 
 def test_slow_factor_stretches_every_stage_of_a_proof_the_self_check_too(
