@@ -75,6 +75,8 @@ def start_session(config: pytest.Config) -> None:
 
         config.pluginmanager.register(RunReport(config, session, settings.html), "cuzk_html")
     if recorder is not None:
+        with as_usage_error():
+            recorder.check()
         config.pluginmanager.register(recorder, "cuzk_recorder")
 
 

@@ -47,6 +47,7 @@ __all__ = [
 
 SCHEMA_VERSION = 7
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+PG_CONNECT_TIMEOUT_S = 10
 _PG_LOCK_KEY = 0x6375_7A6B  # "cuzk": serializes schema changes between fleet machines
 
 
@@ -232,7 +233,9 @@ def create_engine(url: str | sa.URL | None) -> sa.Engine:
     """Make an engine for ``url`` with the settings concurrent writers need."""
     parsed = url if isinstance(url, sa.URL) else normalize_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return sa.create_engine(parsed, pool_pre_ping=True)
+        # libpq waits as long as the kernel retries a SYN (minutes) for a host that drops packets
+        timeout = {} if "connect_timeout" in parsed.query else {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+        return sa.create_engine(parsed, pool_pre_ping=True, connect_args=timeout)
     engine = sa.create_engine(parsed, poolclass=sa.pool.NullPool)
     sa.event.listen(engine, "connect", _sqlite_connect)
     sa.event.listen(engine, "begin", _sqlite_begin)

@@ -11,7 +11,8 @@ and recorded here counts once where the saved-baseline gate reads both (``record
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -77,6 +78,27 @@ class Recorder:
         except unreadable:
             return []
 
+    def check(self) -> None:
+        """Open the database before any proof: one that cannot be reached stops the run now.
+
+        Found only when the first case ends, it would fail every case after its proofs: an hour
+        of proving whose records go nowhere.
+        """
+        with self._mapped("open"):
+            self._open()
+
+    @contextmanager
+    def _mapped(self, what: str) -> Iterator[None]:
+        """The one place a database error becomes ours, its DSN's password masked."""
+        try:
+            yield
+        except _db_errors() as exc:
+            # Not chained: SQLAlchemy's frames and message carry the DSN with its password.
+            where = redact(self.url or "default")
+            fix = "check the URL or path and that its server answers, or leave --cuzk-results-db out"
+            why = redact(" ".join(str(getattr(exc, "orig", None) or exc).split()))  # the driver's words
+            raise CuzkError(f"cannot {what} the results database {where}: {why}; {fix}") from None
+
     def _open(self) -> ResultsDB:
         if self.db is None:
             from pytest_cuzk.results.database import ResultsDB
@@ -92,17 +114,13 @@ class Recorder:
         The control build's figures go in its own run, under its own build, like any build's; the
         candidate's row carries the paired change.
         """
-        try:
+        with self._mapped("record in"):
             pair = None
             if figures.ab is not None:
                 ab = figures.ab
                 self._record(item, case, self.backend_for(AB_LABEL), ab.control)
                 pair = ab.to_dict(with_control=False)
             self._record(item, case, self.backend_for(case.label), figures, pair)
-        except _db_errors() as exc:
-            # Not chained: SQLAlchemy's frames and message carry the DSN with its password.
-            where = redact(self.url or "default")
-            raise CuzkError(f"cannot record in the results database {where}: {redact(str(exc))}") from None
 
     def _record(
         self,

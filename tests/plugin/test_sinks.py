@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import pg
 from helpers.support import PROVE_SOURCE
 
 from pytest_cuzk.backends.fake import FakeBehaviour
 from pytest_cuzk.core import progress
 from pytest_cuzk.measure.figures import Figures
-from pytest_cuzk.results.database import ResultsDB
+from pytest_cuzk.results.database import ResultsDB, create_engine
 from pytest_cuzk.results.rows import SAVED_RUN_ID
 
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
+pg_server = pg.pg_server
 
 
 class Sink:
@@ -99,14 +101,40 @@ def test_the_results_database_gets_one_row_per_case(fake_run, tmp_path):
         )
 
 
-def test_a_results_database_file_that_is_no_database_fails_the_case_saying_so(fake_run, tmp_path):
+def test_a_results_database_file_that_is_no_database_stops_the_run_before_any_proof(fake_run, tmp_path):
     garbage = tmp_path / "results.db"
     garbage.write_bytes(b"not a database, " * 100)
-    result, _ = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, f"--cuzk-results-db={garbage}")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [f"*cannot record in the results database {garbage}: file is not a database*"]
+    result, daemons = fake_run({"test_prove": PROVE_SOURCE}, *WINNING, f"--cuzk-results-db={garbage}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: cannot open the results database {garbage}: file is not a database; check the URL*"]
     )
+    assert daemons[0].proofs == 0, "nothing was proved for records that would go nowhere"
+    assert garbage.read_bytes() == b"not a database, " * 100, "the file is left as it was"
+
+
+def test_a_database_that_goes_away_mid_run_fails_each_case_masking_the_dsn(fake_run, pg_server):
+    url = pg_server.create_database()
+    name = url.partition("?")[0].rpartition("/")[2]
+    planted = url.replace("postgresql://cuzk@", "postgresql://cuzk:Pl4nted-s3cret@")  # trust: never sent
+
+    class DropsTheDatabase:
+        """The server loses the database after the run started: as a fleet's server restored from a dump."""
+
+        def pytest_runtest_setup(self, item):
+            admin = create_engine(pg_server.url())
+            with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.dispose()
+
+    args = (*WINNING, f"--cuzk-results-db={planted}")
+    result, daemons = fake_run({"test_prove": PROVE_SOURCE}, *args, plugins=(DropsTheDatabase(),))
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines([f"*cannot record in the results database postgresql://cuzk:***@/{name}*"])
+    assert f'database "{name}" does not exist' in text, "the server's own words"
+    assert "Pl4nted-s3cret" not in text
+    assert daemons[0].proofs > 0 and "cuzk proving summary" in text, "the figures are still shown"
 
 
 def test_a_failing_sink_does_not_stop_the_gates_or_the_summary(fake_run):
