@@ -20,9 +20,9 @@ restart's cost is spread over more proving.
 After at least ``stats.FIRST_PAIRS`` pairs the pair stops once the gate is decided: the paired
 change's 95% interval wholly beyond or wholly within the throughput limit of
 ``--cuzk-compare-fail``, or its half-width within ``stats.PRECISE_SHARE`` of it (±2.5% without a
-limit), where the point estimate decides. The first pairs' spread sets that width at every
-later count (``stats.paired_rate``), so the count that makes a case precise is known once they
-ran, and a stretch of pairs that happen to agree does not end it early. Undecided, it measures
+limit), where the point estimate decides. The first pairs' spread sets that width (the first 6,
+from the 12th pair the first 12, and so on: ``stats.paired_rate``), so a stretch of pairs that
+happen to agree does not end a case early. Undecided, it measures
 up to ``BUDGETS`` times ``--cuzk-case-budget``: on a busy 2-core runner pairs' ratios vary by
 about 6%, so a change near the limit needs some 23 pairs (about 4 minutes) to become that
 precise, and a cap of three budgets stopped most of them first, neither caught nor cleared.

@@ -57,18 +57,38 @@ def test_the_pair_record_round_trips_with_the_case_figures_under_the_stored_keys
     assert "baseline" not in ab.to_dict(with_control=False)
 
 
-def test_the_first_pairs_spread_sets_the_interval_however_well_later_pairs_agree():
+def _half(slower: list[float]) -> float:
+    paired = stats.paired_rate(np.exp(slower), np.ones(len(slower)))
+    assert paired is not None and paired.interval is not None
+    return float(np.log(paired.interval[1] / paired.interval[0])) / 2
+
+
+def test_the_first_stages_spread_sets_the_interval_however_well_later_pairs_agree():
     """Stein's two stages: pairs after the first stage narrow the interval as 1/sqrt(n), never by agreeing."""
     first = [0.05, -0.03, 0.08, -0.06, 0.02, -0.04]
-    slower = first + [float(np.mean(first))] * 30  # later pairs that happen to agree exactly
+    slower = first + [float(np.mean(first))] * 5  # later pairs that happen to agree exactly
     paired = stats.paired_rate(np.exp(slower), np.ones(len(slower)))
     assert paired is not None and paired.interval is not None and paired.p_value is not None
-    half = float(np.log(paired.interval[1] / paired.interval[0])) / 2
     expected = sps.t.ppf(0.975, len(first) - 1) * np.std(first, ddof=1) / np.sqrt(len(slower))
-    assert half == pytest.approx(expected, rel=1e-9)
+    assert _half(slower) == pytest.approx(expected, rel=1e-9)
     assert paired.p_value == pytest.approx(
         2 * sps.t.sf(abs(np.mean(slower)) / (expected / sps.t.ppf(0.975, 5)), 5)
     )
+
+
+@pytest.mark.parametrize(("n", "stage"), [(3, 3), (6, 6), (11, 6), (12, 12), (23, 12), (24, 24), (50, 48)])
+def test_the_first_stage_doubles_as_the_count_does(n, stage):
+    """A case that runs long is held to its first 12, then 24 pairs' spread, not six pairs' noisy one."""
+    rng = np.random.default_rng(n)
+    slower = list(rng.normal(0.0, 0.08, n))
+    assert stats.stage_pairs(n) == stage
+    if n >= stats.MIN_INTERVAL_SAMPLES:
+        head = slower[:stage]
+        expected = sps.t.ppf(0.975, stage - 1) * np.std(head, ddof=1) / np.sqrt(n)
+        assert _half(slower) == pytest.approx(expected, rel=1e-9)
+        # pairs after the stage move the mean, never the spread the interval uses
+        later = slower[:stage] + [float(np.mean(head))] * (n - stage)
+        assert _half(later) == pytest.approx(expected, rel=1e-9)
 
 
 def _gate(rng: np.random.Generator, slower: float, spread: float) -> str:
@@ -100,6 +120,13 @@ def test_an_unchanged_build_fails_the_ab_gate_at_most_once_in_100_cases_on_a_ver
     rng = np.random.default_rng(5)
     failed = sum(_gate(rng, 0.0, 0.09) == "regressed" for _ in range(600))
     assert failed <= 6, f"{failed} of 600 unchanged builds failed"
+
+
+def test_a_build_ten_percent_slower_is_caught_in_3_of_4_cases_where_pairs_spread_ten_percent():
+    """The 2-core host beside a drifting neighbour: six pairs' spread alone caught about 6 in 10."""
+    rng = np.random.default_rng(7)
+    caught = sum(_gate(rng, np.log(1.10), 0.10) == "regressed" for _ in range(300))
+    assert caught >= 225, f"{caught} of 300 caught"
 
 
 def test_a_build_ten_percent_slower_is_caught_in_97_of_100_cases_where_pairs_spread_four_and_a_half_percent():
