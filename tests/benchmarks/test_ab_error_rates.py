@@ -28,13 +28,16 @@ with one thread, 10-28% with two), so one thread trades speed for a steadier com
 
 Each comparison's line gives its verdict (``undecided`` where the gate warned that it could not
 decide), the run's seconds and the A/B case's own (its pairs, daemons' starts and warm-ups left
-out), and how much its pairs' ratios varied; the last lines give the times to a verdict and how
-many comparisons were decided within ``VERDICT_S`` (the run's whole seconds): on a GPU host the
-goal is a 10% change at a 5% limit decided within two minutes 9 times in 10.
+out), and how much its pairs' ratios varied; a wrong verdict (an identical build failed, a
+planted slow-down passed) also gets each pair's change in order, to tell a miss from the noise;
+the last lines give the times to a verdict and how many comparisons were decided within
+``VERDICT_S`` (the run's whole seconds): on a GPU host the goal is a 10% change at a 5% limit
+decided within two minutes 9 times in 10.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -117,6 +120,12 @@ def _ab_figures(out: str) -> tuple[float, float | None]:
     return float(seconds[1]), float(spread[1]) if spread else None
 
 
+def _pairs_pct(path: Path) -> str:
+    """Each pair's change of throughput, in percent and in order, from the run's pytest-benchmark JSON."""
+    ab = json.loads(path.read_text())["benchmarks"][0]["extra_info"]["ab"]
+    return " ".join(f"{(np.exp(-r) - 1) * 100:+.0f}" for r in ab["log_ratios"])
+
+
 def _times(name: str, ends: list[tuple[str, float, float, float | None]]) -> str:
     """One condition's times to a verdict and spreads, in words."""
     runs = np.array([run for _, run, _, _ in ends])
@@ -160,6 +169,10 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
     # Round-robin over the conditions, so that a run cut short has measured each about as often.
     jobs = [(name, config, i) for i in range(1, RUNS + 1) for name, config in conditions]
     failed = {name: 0 for name, _ in conditions}
+
+    def _json(job: tuple[str, Path, int]) -> Path:
+        return tmp_path / f"{job[0]}-{job[2]}.json"
+
     ends: dict[str, list[tuple[str, float, float, float | None]]] = {name: [] for name, _ in conditions}
     if SLOTS > 1 and SEPARATE:
         slots.get()  # the first slot times the separate runs while the others compare, then joins them
@@ -178,7 +191,10 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
             timing = pool.submit(separate_then_ab)
             if SLOTS <= 1:
                 timing.result()
-            compared = {pool.submit(run, f"--cuzk-config={job[1]}", *ab): job for job in jobs}
+            compared = {
+                pool.submit(run, f"--cuzk-config={job[1]}", f"--benchmark-json={_json(job)}", *ab): job
+                for job in jobs
+            }
             for done in as_completed(compared):  # printed as they end: a cut-off run still shows them
                 name, _, i = compared[done]
                 code, out, seconds = done.result()
@@ -188,6 +204,9 @@ def test_the_ab_gate_fails_no_identical_pair_and_catches_planted_slowdowns(tmp_p
                 ends[name].append((verdict, seconds, case_s, spread))
                 tally = f"{failed[name]} {'failed' if name == 'identical' else 'caught'} so far"
                 print(f"  {name} #{i}: {verdict} ({tally}, run {seconds:.0f} s): {_pair(out)}", flush=True)
+                if verdict == ("failed" if name == "identical" else "passed"):
+                    changes = _pairs_pct(_json(compared[done]))
+                    print(f"    wrong: its pairs' changes, %: {changes}", flush=True)
             separate = timing.result()
     finally:
         for proc in busy:
