@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.support import PROVE_SOURCE, process_gone
+from helpers.support import PROVE_SOURCE, not_an_xdist_worker, process_gone
 
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
 
@@ -240,15 +240,26 @@ def test_case(slow_to_wind_down, cuzk_daemon, benchmark):
 """
 
 
-def _interrupt_twice(pytester, shared_cache, private: Path, sig: int, *args: str) -> tuple[int, str, int]:
-    """Run a case, send ``sig`` twice 0.4 s apart while it measures; (exit code, output, daemon pid)."""
+def _interrupt_twice(
+    pytester, monkeypatch, shared_cache, private: Path, sig: int, *args: str
+) -> tuple[int, str, int]:
+    """Run a case, send ``sig`` twice 0.4 s apart while it measures; (exit code, output, daemon pid).
+
+    The run is not an xdist worker (pytest-benchmark disables itself in one: one round, not 100,
+    and the signals came after the case), and it hears the signals as a terminal's would: a suite
+    started in the background inherits SIGINT ignored, which the plugin leaves alone.
+    """
+    not_an_xdist_worker(monkeypatch)
     record = private.parent / "pid"
     private.mkdir()
     pytester.makepyfile(test_interrupted=INTERRUPTED_IN_A_CASE)
     cmd = [sys.executable, "-m", "pytest", ".", "--cuzk-daemon=ref", f"--cuzk-data-dir={shared_cache}",
            "-p", "no:cacheprovider", *args]  # fmt: skip
     env = {**os.environ, "DAEMON_FILE": str(record), "TMPDIR": str(private)}
-    proc = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL),
+    )  # fmt: skip
     deadline = time.monotonic() + 60
     while not record.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
@@ -261,11 +272,11 @@ def _interrupt_twice(pytester, shared_cache, private: Path, sig: int, *args: str
 
 
 def test_a_double_ctrl_c_saves_no_baseline_and_ends_in_the_interrupted_summary(
-    pytester, shared_cache, tmp_path
+    pytester, monkeypatch, shared_cache, tmp_path
 ):
     storage = tmp_path / "benchmarks"
     code, out, pid = _interrupt_twice(
-        pytester, shared_cache, tmp_path / "tmp", signal.SIGINT, "--benchmark-autosave",
+        pytester, monkeypatch, shared_cache, tmp_path / "tmp", signal.SIGINT, "--benchmark-autosave",
         f"--benchmark-storage={storage}",
     )  # fmt: skip
     assert code == pytest.ExitCode.INTERRUPTED, out[-3000:]
@@ -282,9 +293,11 @@ def test_a_double_ctrl_c_saves_no_baseline_and_ends_in_the_interrupted_summary(
     assert process_gone(pid), f"daemon {pid} outlived pytest:\n{out[-2000:]}"
 
 
-def test_a_double_sigterm_ends_at_once_and_leaves_no_private_folder(pytester, shared_cache, tmp_path):
+def test_a_double_sigterm_ends_at_once_and_leaves_no_private_folder(
+    pytester, monkeypatch, shared_cache, tmp_path
+):
     private = tmp_path / "tmp"
-    code, out, pid = _interrupt_twice(pytester, shared_cache, private, signal.SIGTERM)
+    code, out, pid = _interrupt_twice(pytester, monkeypatch, shared_cache, private, signal.SIGTERM)
     assert code == -signal.SIGTERM, out[-3000:]
     assert [p.name for p in private.iterdir()] == [], "the private folder is removed before the exit"
     for _ in range(50):
