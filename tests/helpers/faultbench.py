@@ -84,7 +84,11 @@ def run_pytest(
     signal_when: Callable[[], bool] | None = None,
     sig: int = signal.SIGINT,
 ) -> Run:
-    """Run pytest in ``cwd`` with TMPDIR=``private``; send ``sig`` once ``signal_when()`` holds."""
+    """Run pytest in ``cwd`` with TMPDIR=``private``; send ``sig`` once ``signal_when()`` holds.
+
+    The run hears ``sig`` as a terminal's would, even where this one was started in the background
+    (which inherits SIGINT ignored, and the plugin leaves an ignored signal alone).
+    """
     private.mkdir(exist_ok=True)
     ours = ("PYTEST_CUZK_", "PYTEST_XDIST_", "CUZK_REF")  # none of this run's options, faults or worker id
     environ = {k: v for k, v in os.environ.items() if not k.startswith(ours)} | (env or {})
@@ -93,6 +97,7 @@ def run_pytest(
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=cwd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL),
     )  # fmt: skip
     if signal_when is not None:
         deadline = time.monotonic() + 120
