@@ -62,7 +62,9 @@ GATE = "--cuzk-compare-fail=throughput:5%"
 FACTORS = tuple(float(f) for f in os.environ.get("CUZK_AB_BENCH_FACTORS", "1.15,1.10").split(","))
 EXTRA = tuple(shlex.split(os.environ.get("CUZK_AB_BENCH_ARGS", "")))
 SEPARATE = os.environ.get("CUZK_AB_BENCH_SEPARATE", "1") != "0"
-RUN_TIMEOUT_S = 600  # an undecided A/B case measures up to 8 case budgets (360 s) after its warm-up
+# An undecided A/B case measures up to 8 case budgets (360 s at the default 45 s) after its warm-up.
+_BUDGET_S = float(next((a.split("=", 1)[1] for a in EXTRA if a.startswith("--cuzk-case-budget=")), "45"))
+RUN_TIMEOUT_S = 8 * _BUDGET_S + 240
 VERDICT_S = 120.0
 
 
