@@ -51,6 +51,9 @@ import numpy as np
 import pytest
 from helpers.support import SPINNING, drifting_neighbours, gate_verdict, neighbour, run_ref_case
 
+from pytest_cuzk.config.settings import Settings
+from pytest_cuzk.run.ab import BUDGETS
+
 RUNS = int(os.environ.get("CUZK_AB_BENCH_RUNS", "10"))
 KIND = os.environ.get("CUZK_AB_BENCH_KIND", "porep")
 CPU_PROVER = os.environ.get("CUZK_AB_BENCH_PROVER", "") == "cpu"
@@ -62,9 +65,11 @@ GATE = "--cuzk-compare-fail=throughput:5%"
 FACTORS = tuple(float(f) for f in os.environ.get("CUZK_AB_BENCH_FACTORS", "1.15,1.10").split(","))
 EXTRA = tuple(shlex.split(os.environ.get("CUZK_AB_BENCH_ARGS", "")))
 SEPARATE = os.environ.get("CUZK_AB_BENCH_SEPARATE", "1") != "0"
-# An undecided A/B case measures up to 8 case budgets (360 s at the default 45 s) after its warm-up.
-_BUDGET_S = float(next((a.split("=", 1)[1] for a in EXTRA if a.startswith("--cuzk-case-budget=")), "45"))
-RUN_TIMEOUT_S = 8 * _BUDGET_S + 240
+# An undecided A/B case measures up to BUDGETS case budgets after its warm-up.
+_BUDGET_S = next(
+    (float(a.split("=", 1)[1]) for a in EXTRA if a.startswith("--cuzk-case-budget=")), Settings.case_budget
+)
+RUN_TIMEOUT_S = BUDGETS * _BUDGET_S + 240
 VERDICT_S = 120.0
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.support import PROVE_SOURCE, not_an_xdist_worker, process_gone
+from helpers.support import PROVE_SOURCE, hears_like_a_terminal, not_an_xdist_worker, process_gone
 
 WINNING = ("-k", "winning", "--cuzk-batch-sizes=1")
 
@@ -246,8 +246,7 @@ def _interrupt_twice(
     """Run a case, send ``sig`` twice 0.4 s apart while it measures; (exit code, output, daemon pid).
 
     The run is not an xdist worker (pytest-benchmark disables itself in one: one round, not 100,
-    and the signals came after the case), and it hears the signals as a terminal's would: a suite
-    started in the background inherits SIGINT ignored, which the plugin leaves alone.
+    and the signals came after the case), and it hears the signals as a terminal's would.
     """
     not_an_xdist_worker(monkeypatch)
     record = private.parent / "pid"
@@ -258,7 +257,7 @@ def _interrupt_twice(
     env = {**os.environ, "DAEMON_FILE": str(record), "TMPDIR": str(private)}
     proc = subprocess.Popen(
         cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL),
+        preexec_fn=hears_like_a_terminal(sig),
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while not record.exists() and time.monotonic() < deadline and proc.poll() is None:

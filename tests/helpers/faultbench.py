@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from helpers.support import c1_wrapper
+from helpers.support import c1_wrapper, hears_like_a_terminal
 from pytest_cuzk.core.outcome import first_line
 
 OLD, NEW = c1_wrapper(1, 600_000), c1_wrapper(2, 700_000)  # two versions of one upstream file
@@ -86,8 +86,7 @@ def run_pytest(
 ) -> Run:
     """Run pytest in ``cwd`` with TMPDIR=``private``; send ``sig`` once ``signal_when()`` holds.
 
-    The run hears ``sig`` as a terminal's would, even where this one was started in the background
-    (which inherits SIGINT ignored, and the plugin leaves an ignored signal alone).
+    The run hears ``sig`` as a terminal's would, even where this one was started in the background.
     """
     private.mkdir(exist_ok=True)
     ours = ("PYTEST_CUZK_", "PYTEST_XDIST_", "CUZK_REF")  # none of this run's options, faults or worker id
@@ -97,7 +96,7 @@ def run_pytest(
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=cwd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL),
+        preexec_fn=hears_like_a_terminal(sig),
     )  # fmt: skip
     if signal_when is not None:
         deadline = time.monotonic() + 120

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -98,6 +99,15 @@ def ref_daemons(tmp_path: Path, params: Path, count: int = 1, config: str = "") 
         for proc in procs:
             proc.terminate()  # SIGTERM: stops either behaviour
             proc.wait(10)
+
+
+def hears_like_a_terminal(sig: int) -> Callable[[], None]:
+    """A ``preexec_fn`` giving ``sig`` its default disposition in the child, as a terminal's would.
+
+    A suite started in the background inherits SIGINT ignored, and the plugin leaves an ignored
+    signal alone: an inner run sent a Ctrl-C there would never hear it.
+    """
+    return partial(signal.signal, sig, signal.SIG_DFL)
 
 
 def not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
